@@ -1,0 +1,1 @@
+"""The ``kip714`` command line."""

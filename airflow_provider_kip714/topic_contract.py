@@ -1,0 +1,52 @@
+"""The telemetry topic contract shared with ``broker_plugin/`` (see docs/topic-contract.md)."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Final
+
+DEFAULT_TELEMETRY_TOPIC: Final = "_client_telemetry"
+HEADER_PREFIX: Final = "kip714."
+
+
+class RecordType(StrEnum):
+    CLIENT = "client"
+    BROKER = "broker"
+
+
+class Header(StrEnum):
+    """Header names the plugin writes on every record (UTF-8 values)."""
+
+    TYPE = "kip714.type"
+    CLIENT_INSTANCE_ID = "kip714.client_instance_id"
+    CLIENT_ID = "kip714.client_id"
+    CLIENT_SOFTWARE_NAME = "kip714.client_software_name"
+    CLIENT_SOFTWARE_VERSION = "kip714.client_software_version"
+    CLIENT_SOURCE_ADDRESS = "kip714.client_source_address"
+    CLIENT_SOURCE_PORT = "kip714.client_source_port"
+    PRINCIPAL = "kip714.principal"
+    LISTENER = "kip714.listener"
+    NODE_ID = "kip714.node_id"
+    CLUSTER_ID = "kip714.cluster_id"
+    TERMINATING = "kip714.terminating"
+    PUSH_INTERVAL_MS = "kip714.push_interval_ms"
+    SUBSCRIPTION_ID = "kip714.subscription_id"
+
+
+CLIENT_HEADERS: Final = tuple(Header)
+
+
+class BrokerMetric(StrEnum):
+    """OTLP metric names of the plugin's broker records."""
+
+    INSTANCE_COUNT = "kafka.server.client_metrics.instance.count"
+    UNKNOWN_SUBSCRIPTION_REQUESTS = "kafka.server.client_metrics.unknown_subscription_request.count"
+    THROTTLES = "kafka.server.client_metrics.throttle.count"
+    PLUGIN_EXPORTS = "kafka.server.client_metrics.plugin_export.count"
+    PLUGIN_ERRORS = "kafka.server.client_metrics.plugin_error.count"
+    PLUGIN_EXPORT_TIME = "kafka.server.client_metrics.plugin_export.time"
+    PLUGIN_DROPS = "kip714.plugin.dropped.count"
+
+
+def broker_record_key(node_id: int | str) -> str:
+    return f"broker-{node_id}"
