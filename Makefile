@@ -1,0 +1,68 @@
+# The whole set-up lives here: `make test` and `make demo` install everything they need, idempotently.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+UV_VERSION := 0.13.9
+UV := $(shell command -v uv 2>/dev/null || echo $(CURDIR)/.tools/bin/uv)
+VENV := $(CURDIR)/.venv
+BIN := $(VENV)/bin
+KAFKA_VERSION ?= 4.4.0
+KAFKA_COMPAT_VERSION ?= 3.9.2
+PLUGIN_JAR := broker_plugin/target/kip714-broker-plugin.jar
+JAVA_CLIENT_JAR := tests/java_client/target/kip714-java-client.jar
+PYTEST_ARGS ?=
+
+.PHONY: help install venv plugin java-client kafka test unit-test lint demo bench airflow clean
+
+help:
+	@echo "make demo   - install, start local Kafka + clients, run the troubleshooting job"
+	@echo "make test   - install, then run the whole test suite"
+	@echo "make plugin - build the broker plugin jar ($(PLUGIN_JAR))"
+	@echo "make lint   - ruff check + format check"
+	@echo "make bench  - run the benchmarks in bench/"
+	@echo "make airflow - airflow standalone with the DAGs and the Client telemetry page"
+
+$(CURDIR)/.tools/bin/uv:
+	python3 -m venv .tools
+	.tools/bin/pip install -q uv==$(UV_VERSION)
+
+venv: $(UV)
+	$(UV) sync --frozen
+
+$(PLUGIN_JAR): broker_plugin/pom.xml $(shell find broker_plugin/src -type f 2>/dev/null)
+	mvn -q -B -f broker_plugin/pom.xml package
+
+plugin: $(PLUGIN_JAR)
+
+$(JAVA_CLIENT_JAR): tests/java_client/pom.xml $(shell find tests/java_client/src -type f 2>/dev/null)
+	mvn -q -B -f tests/java_client/pom.xml package -DskipTests
+
+java-client: $(JAVA_CLIENT_JAR)
+
+kafka: venv
+	$(BIN)/kip714 local-kafka install --kafka-version $(KAFKA_VERSION)
+	$(BIN)/kip714 local-kafka install --kafka-version $(KAFKA_COMPAT_VERSION)
+
+install: venv plugin java-client kafka
+
+test: install
+	$(BIN)/pytest $(PYTEST_ARGS)
+
+unit-test: venv
+	$(BIN)/pytest tests/unit $(PYTEST_ARGS)
+
+lint: venv
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+demo: install
+	$(BIN)/kip714 demo
+
+bench: install
+	@for b in bench/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
+
+airflow: install
+	$(BIN)/python -m airflow_provider_kip714.dev_airflow
+
+clean:
+	rm -rf broker_plugin/target tests/java_client/target .pytest_cache .ruff_cache
