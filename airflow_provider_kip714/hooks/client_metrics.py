@@ -1,0 +1,129 @@
+"""``ClientMetricsHook``: CLIENT_METRICS subscriptions through an Airflow ``kafka`` connection.
+
+The connection's JSON extra is the librdkafka-style dict the apache-kafka provider uses
+(``bootstrap.servers``, ``security.protocol``, ``sasl.*``, ``ssl.*``); it is translated for
+kafka-python, whose admin client is the only Python client that speaks CLIENT_METRICS.
+
+Registration: the apache-kafka provider owns the ``kafka`` connection type, and Airflow keeps one
+hook per connection type (and would pick ours first, alphabetically). So the hook registers under
+its own type ``kafka_client_metrics`` for ``airflow providers hooks`` and the UI, while reading any
+connection whose extra holds librdkafka settings, ``kafka_default`` (type ``kafka``) included.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from datetime import datetime
+from functools import cached_property
+from typing import Any
+
+from airflow.sdk import BaseHook
+
+from airflow_provider_kip714.client_metrics_admin import ClientMetricsAdmin, UpsertResult
+from airflow_provider_kip714.clock import Clock
+from airflow_provider_kip714.kafka_python_config import secret_values, to_kafka_python_kwargs
+from airflow_provider_kip714.subscription import Subscription
+from airflow_provider_kip714.window_name import WindowName
+
+CONN_TYPE = "kafka_client_metrics"
+DEFAULT_CONN_ID = "kafka_default"
+
+
+def _mask(values: Iterable[str]) -> None:
+    from airflow.sdk.log import mask_secret
+
+    for value in values:
+        mask_secret(value)
+
+
+class ClientMetricsHook(BaseHook):
+    """Create, describe, alter, delete and reap KIP-714 client-metrics subscriptions.
+
+    :param kafka_config_id: Airflow connection whose extra is librdkafka-style config.
+    :param config: use this librdkafka-style dict instead of a connection (CLI, tests).
+    :param clock: time source for ``reap``; the system clock by default.
+    """
+
+    conn_name_attr = "kafka_config_id"
+    default_conn_name = DEFAULT_CONN_ID
+    conn_type = CONN_TYPE
+    hook_name = "Kafka client metrics (KIP-714)"
+
+    def __init__(
+        self,
+        kafka_config_id: str = DEFAULT_CONN_ID,
+        config: Mapping[str, Any] | None = None,
+        clock: Clock | None = None,
+    ) -> None:
+        super().__init__()
+        self.kafka_config_id = kafka_config_id
+        self._explicit_config = dict(config) if config is not None else None
+        self._clock = clock
+
+    def _librdkafka_config(self) -> dict[str, Any]:
+        if self._explicit_config is not None:
+            extra = self._explicit_config
+        else:
+            extra = self.get_connection(self.kafka_config_id).extra_dejson
+        _mask(secret_values(extra))
+        return extra
+
+    @cached_property
+    def admin(self) -> ClientMetricsAdmin:
+        """The admin wrapper; connects lazily on first use."""
+        return ClientMetricsAdmin(to_kafka_python_kwargs(self._librdkafka_config()), clock=self._clock)
+
+    def get_conn(self) -> ClientMetricsAdmin:
+        return self.admin
+
+    def close(self) -> None:
+        if "admin" in self.__dict__:
+            self.admin.close()
+            del self.__dict__["admin"]
+
+    def __enter__(self) -> ClientMetricsHook:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def list(self) -> list[str]:
+        return self.admin.list_names()
+
+    def describe(self, name: str) -> Subscription | None:
+        return self.admin.describe(name)
+
+    def describe_all(self) -> list[Subscription]:
+        return self.admin.describe_all()
+
+    def create(self, subscription: Subscription) -> UpsertResult:
+        """Idempotent create/upsert: the same content changes nothing."""
+        return self.admin.upsert(subscription)
+
+    def alter(
+        self,
+        name: str,
+        add_metrics: Iterable[str] | str | None = None,
+        remove_metrics: Iterable[str] | str | None = None,
+        interval_ms: int | str | None = None,
+        match: Iterable[str] | str | Mapping[str, str] | None = None,
+    ) -> Subscription:
+        return self.admin.alter(name, add_metrics, remove_metrics, interval_ms, match)
+
+    def delete(self, name: str) -> bool:
+        """Delete; False when it did not exist (not an error)."""
+        return self.admin.delete(name)
+
+    def reap(self, now: datetime | None = None, dry_run: bool = False) -> list[str]:
+        """Delete expired window subscriptions; returns the names deleted."""
+        return self.admin.reap(now=now, dry_run=dry_run)
+
+    def find_window(self, label: str, suffix: str) -> WindowName | None:
+        return self.admin.find_window(label, suffix)
+
+    def test_connection(self) -> tuple[bool, str]:
+        try:
+            admin = self.admin
+        except Exception as err:
+            return False, str(err)
+        return admin.test_connection()

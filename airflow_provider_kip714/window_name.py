@@ -1,0 +1,107 @@
+"""Names of time-boxed subscriptions: ``kip714-<label>-exp<YYYYMMDDTHHMMSSZ>-<8 hex>``.
+
+Kafka accepts only ``metrics``, ``interval.ms`` and ``match`` on a CLIENT_METRICS resource, so the
+window's end is carried by the name. This module is the only place that formats or parses it; the
+reaper trusts nothing else.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import secrets
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from airflow_provider_kip714.exceptions import InvalidWindowNameError
+
+PREFIX = "kip714"
+EXPIRY_FORMAT = "%Y%m%dT%H%M%SZ"
+MAX_LABEL_LENGTH = 60
+
+_LABEL = r"[a-z0-9](?:[a-z0-9-]*[a-z0-9])?"
+_LABEL_RE = re.compile(rf"^{_LABEL}$")
+_SUFFIX_RE = re.compile(r"^[0-9a-f]{8}$")
+_NAME_RE = re.compile(
+    rf"^{PREFIX}-(?P<label>{_LABEL})-exp(?P<expiry>\d{{8}}T\d{{6}}Z)-(?P<suffix>[0-9a-f]{{8}})$"
+)
+
+
+@dataclass(frozen=True)
+class WindowName:
+    """The parts of a time-boxed subscription name."""
+
+    label: str
+    expires_at: datetime
+    suffix: str
+
+    def __str__(self) -> str:
+        return format_window_name(self.label, self.expires_at, self.suffix)
+
+    def is_expired(self, now: datetime) -> bool:
+        """True once ``now`` has reached the expiry (expiry is inclusive: the window is over)."""
+        return now >= self.expires_at
+
+
+def slugify_label(text: str) -> str:
+    """Turn free text (a dag id, a team name) into a valid label: lower case, ``[a-z0-9-]``."""
+    slug = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+    slug = slug[:MAX_LABEL_LENGTH].strip("-")
+    return slug or "window"
+
+
+def derive_suffix(*parts: object) -> str:
+    """A deterministic 8-hex suffix: the same parts give the same name, so a retry finds its window."""
+    digest = hashlib.sha256("\x1f".join(str(part) for part in parts).encode("utf-8")).hexdigest()
+    return digest[:8]
+
+
+def random_suffix() -> str:
+    """A fresh 8-hex suffix for one-off windows (the CLI)."""
+    return secrets.token_hex(4)
+
+
+def _expiry_text(expires_at: datetime) -> str:
+    if expires_at.tzinfo is None or expires_at.utcoffset() is None:
+        raise InvalidWindowNameError(f"expiry must be timezone-aware, got naive {expires_at.isoformat()}")
+    return expires_at.astimezone(UTC).strftime(EXPIRY_FORMAT)
+
+
+def format_window_name(label: str, expires_at: datetime, suffix: str) -> str:
+    """Build a window name; the expiry is truncated to whole seconds in UTC."""
+    if not _LABEL_RE.match(label) or len(label) > MAX_LABEL_LENGTH:
+        raise InvalidWindowNameError(
+            f"label {label!r} must be 1..{MAX_LABEL_LENGTH} characters of [a-z0-9-], "
+            "starting and ending with a letter or digit"
+        )
+    if not _SUFFIX_RE.match(suffix):
+        raise InvalidWindowNameError(f"suffix {suffix!r} must be exactly 8 lower-case hex digits")
+    return f"{PREFIX}-{label}-exp{_expiry_text(expires_at)}-{suffix}"
+
+
+def parse_window_name(name: str) -> WindowName:
+    """Split a window name into its parts, or raise ``InvalidWindowNameError``."""
+    found = _NAME_RE.match(name)
+    if found is None or len(found.group("label")) > MAX_LABEL_LENGTH:
+        raise InvalidWindowNameError(
+            f"{name!r} is not a window name (kip714-<label>-exp<YYYYMMDDTHHMMSSZ>-<8 hex>)"
+        )
+    try:
+        expires_at = datetime.strptime(found.group("expiry"), EXPIRY_FORMAT).replace(tzinfo=UTC)
+    except ValueError as err:
+        raise InvalidWindowNameError(
+            f"{name!r} carries an impossible expiry {found.group('expiry')}"
+        ) from err
+    return WindowName(label=found.group("label"), expires_at=expires_at, suffix=found.group("suffix"))
+
+
+def try_parse_window_name(name: str) -> WindowName | None:
+    """Like ``parse_window_name`` but returns None for names outside the pattern."""
+    try:
+        return parse_window_name(name)
+    except InvalidWindowNameError:
+        return None
+
+
+def is_window_name(name: str) -> bool:
+    return try_parse_window_name(name) is not None
