@@ -1,0 +1,126 @@
+"""The validation table: Kafka's CLIENT_METRICS rules, checked before the cluster is touched."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from airflow_provider_kip714.exceptions import SubscriptionValidationError
+from airflow_provider_kip714.instance_id import to_kafka_form
+from airflow_provider_kip714.subscription import MatchSelector, Subscription
+
+EXPIRY = datetime(2026, 11, 22, 8, 30, tzinfo=UTC)
+WINDOW = "kip714-orders-exp20261122T083000Z-0a1b2c3d"
+
+VALID = [
+    pytest.param({"name": "all-clients", "metrics": "*"}, id="all-metrics-star"),
+    pytest.param({"name": "p", "metrics": "org.apache.kafka.producer."}, id="one-prefix"),
+    pytest.param({"name": "p", "metrics": "a.b, c.d ,e"}, id="prefix-list-trimmed"),
+    pytest.param({"name": "blocked", "block": True}, id="block-no-metrics"),
+    pytest.param({"name": "p", "interval_ms": 100}, id="interval-min"),
+    pytest.param({"name": "p", "interval_ms": 3_600_000}, id="interval-max"),
+    pytest.param({"name": "p", "interval_ms": "10000"}, id="interval-as-text"),
+    pytest.param({"name": "p", "match": "client_id=orders-.*"}, id="match-client-id-regex"),
+    pytest.param(
+        {"name": "p", "match": "client_software_name=apache-kafka-java,client_source_port=9\\d+"}, id="two"
+    ),
+    pytest.param({"name": "p", "match": {"client_source_address": "127\\.0\\.0\\.1"}}, id="match-mapping"),
+    pytest.param({"name": "p", "match": "client_id=a=b"}, id="split-on-first-equals"),
+    pytest.param(
+        {"name": "p", "match": "client_instance_id=3f2504e0-4f89-11d3-9a0c-0305e82c3301"}, id="hex-id"
+    ),
+    pytest.param({"name": WINDOW, "metrics": "*"}, id="window-name-derives-expiry"),
+    pytest.param({"name": WINDOW, "expires_at": EXPIRY}, id="window-name-with-matching-expiry"),
+    pytest.param(
+        {"name": "p", "metrics": ["org.apache.kafka.consumer.", "org.apache.kafka.producer."]}, id="iter"
+    ),
+]
+
+INVALID = [
+    pytest.param({"name": ""}, "name", "non-empty", id="empty-name"),
+    pytest.param({"name": "has space"}, "name", "whitespace", id="name-with-space"),
+    pytest.param({"name": "x" * 256}, "name", "at most 255", id="name-too-long"),
+    pytest.param(
+        {"name": "p", "interval_ms": 99}, "interval.ms", "between 100 and 3600000", id="interval-low"
+    ),
+    pytest.param({"name": "p", "interval_ms": 3_600_001}, "interval.ms", "between", id="interval-high"),
+    pytest.param({"name": "p", "interval_ms": "10s"}, "interval.ms", "integer", id="interval-not-int"),
+    pytest.param({"name": "p", "interval_ms": True}, "interval.ms", "integer", id="interval-bool"),
+    pytest.param({"name": "p", "match": "client_idd=x"}, "match", "unknown selector", id="unknown-selector"),
+    pytest.param({"name": "p", "match": "client_id"}, "match", "selector=regex", id="match-without-equals"),
+    pytest.param({"name": "p", "match": "client_id=("}, "match", "does not compile", id="bad-regex"),
+    pytest.param({"name": "p", "match": "client_id="}, "match", "non-empty regex", id="empty-regex"),
+    pytest.param(
+        {"name": "p", "match": ["client_id=a,b"]}, "match", "cannot contain ','", id="comma-in-regex"
+    ),
+    pytest.param({"name": "p", "match": "client_id=a,client_id=b"}, "match", "once", id="duplicate-selector"),
+    pytest.param({"name": "p", "metrics": "a.,a."}, "metrics", "duplicate", id="duplicate-prefix"),
+    pytest.param({"name": "p", "metrics": "*,a."}, "metrics", "'*' already means", id="star-mixed"),
+    pytest.param({"name": "p", "metrics": "a.,,b."}, "metrics", "non-empty", id="empty-prefix"),
+    pytest.param(
+        {"name": "p", "metrics": "a.", "block": True}, "block", "no metrics", id="block-with-metrics"
+    ),
+    pytest.param(
+        {"name": "p", "expires_at": EXPIRY}, "expires_at", "only window names", id="expiry-non-window"
+    ),
+    pytest.param(
+        {"name": WINDOW, "expires_at": EXPIRY + timedelta(hours=1)}, "expires_at", "disagrees", id="exp-ne"
+    ),
+    pytest.param(
+        {"name": WINDOW, "expires_at": datetime(2026, 11, 22)}, "expires_at", "aware", id="naive-expiry"
+    ),
+]
+
+
+@pytest.mark.parametrize("spec", VALID)
+def test_valid_specs_build(spec: dict) -> None:
+    subscription = Subscription.from_spec(**spec)
+    # Round trip through the broker's representation keeps the content.
+    again = Subscription.from_configs(subscription.name, subscription.to_configs())
+    assert again.same_content(subscription)
+
+
+@pytest.mark.parametrize(("spec", "field", "rule_fragment"), INVALID)
+def test_invalid_specs_name_field_and_rule(spec: dict, field: str, rule_fragment: str) -> None:
+    with pytest.raises(SubscriptionValidationError) as caught:
+        Subscription.from_spec(**spec)
+    assert caught.value.field == field
+    assert rule_fragment in caught.value.rule
+
+
+def test_table_is_at_least_twenty_cases() -> None:
+    assert len(VALID) + len(INVALID) >= 20
+
+
+def test_hex_instance_id_becomes_kafka_base64_in_configs() -> None:
+    hex_id = "3f2504e0-4f89-11d3-9a0c-0305e82c3301"
+    subscription = Subscription.from_spec("p", match=f"client_instance_id={hex_id}")
+    assert subscription.to_configs()["match"] == f"client_instance_id={to_kafka_form(hex_id)}"
+    assert len(to_kafka_form(hex_id)) == 22
+
+
+def test_configs_render_block_as_empty_metrics_and_window_expiry_is_parsed() -> None:
+    blocked = Subscription.from_spec(WINDOW, block=True, interval_ms=500)
+    assert blocked.to_configs() == {"metrics": "", "interval.ms": "500", "match": ""}
+    assert blocked.expires_at == EXPIRY
+    assert blocked.to_json()["block"] is True
+
+
+def test_unknown_broker_key_is_a_contract_break() -> None:
+    with pytest.raises(SubscriptionValidationError) as caught:
+        Subscription.from_configs("p", {"metrics": "", "interval.ms": "1000", "match": "", "expiry": "x"})
+    assert caught.value.field == "configs"
+
+
+def test_same_content_ignores_order() -> None:
+    one = Subscription.from_spec("p", metrics="a.,b.", match="client_id=x,client_software_name=y")
+    two = Subscription.from_spec("p", metrics="b.,a.", match="client_software_name=y,client_id=x")
+    three = Subscription.from_spec("p", metrics="b.", match="client_software_name=y,client_id=x")
+    assert one.same_content(two)
+    assert not one.same_content(three)
+
+
+def test_match_selector_rejects_surrounding_whitespace_when_built_directly() -> None:
+    with pytest.raises(SubscriptionValidationError):
+        MatchSelector("client_id", " x")

@@ -1,0 +1,117 @@
+"""Window names: one format, parsed back exactly; the reaper relies on nothing else."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta, timezone
+
+import pytest
+
+from airflow_provider_kip714.clock import FixedClock, ManualClock, SystemClock
+from airflow_provider_kip714.duration import parse_duration
+from airflow_provider_kip714.exceptions import InvalidWindowNameError, SubscriptionValidationError
+from airflow_provider_kip714.window_name import (
+    derive_suffix,
+    format_window_name,
+    is_window_name,
+    parse_window_name,
+    random_suffix,
+    slugify_label,
+)
+
+
+def test_format_then_parse_round_trips_and_truncates_to_seconds() -> None:
+    expiry = datetime(2026, 1, 2, 3, 4, 5, 999_000, tzinfo=UTC)
+    name = format_window_name("orders-team", expiry, "deadbeef")
+    assert name == "kip714-orders-team-exp20260102T030405Z-deadbeef"
+    parsed = parse_window_name(name)
+    assert parsed.label == "orders-team"
+    assert parsed.suffix == "deadbeef"
+    assert parsed.expires_at == expiry.replace(microsecond=0)
+    assert str(parsed) == name
+
+
+def test_non_utc_expiry_is_converted_to_utc() -> None:
+    plus_two = timezone(timedelta(hours=2))
+    name = format_window_name("x", datetime(2026, 1, 2, 5, 0, tzinfo=plus_two), "00000000")
+    assert "exp20260102T030000Z" in name
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "kip714-x-exp20260102T030405Z-deadbee",  # 7 hex
+        "kip714-x-exp20260102T030405Z-DEADBEEF",  # upper case
+        "kip714--exp20260102T030405Z-deadbeef",  # empty label
+        "kip714-x-exp2026010T030405Z-deadbeef",  # short date
+        "kip714-x-exp20261302T030405Z-deadbeef",  # month 13
+        "kip714-X-exp20260102T030405Z-deadbeef",  # upper label
+        "other-x-exp20260102T030405Z-deadbeef",
+        "kip714-x-exp20260102T030405Z-deadbeef-extra",
+        "my-subscription",
+    ],
+)
+def test_names_outside_the_pattern_are_rejected(name: str) -> None:
+    assert not is_window_name(name)
+    with pytest.raises(InvalidWindowNameError):
+        parse_window_name(name)
+
+
+def test_labels_with_hyphens_parse_back() -> None:
+    name = format_window_name("a-b-c-exp", datetime(2026, 1, 1, tzinfo=UTC), "12345678")
+    assert parse_window_name(name).label == "a-b-c-exp"
+
+
+def test_bad_parts_are_refused_when_formatting() -> None:
+    now = datetime(2026, 1, 1, tzinfo=UTC)
+    with pytest.raises(InvalidWindowNameError, match="label"):
+        format_window_name("Bad Label", now, "12345678")
+    with pytest.raises(InvalidWindowNameError, match="suffix"):
+        format_window_name("ok", now, "xyz")
+    with pytest.raises(InvalidWindowNameError, match="aware"):
+        format_window_name("ok", datetime(2026, 1, 1), "12345678")
+
+
+def test_derived_suffix_is_deterministic_and_sensitive() -> None:
+    one = derive_suffix("dag", "task", "run-1", -1, 1800)
+    assert one == derive_suffix("dag", "task", "run-1", -1, 1800)
+    assert one != derive_suffix("dag", "task", "run-2", -1, 1800)
+    assert len(one) == 8 and int(one, 16) >= 0
+    assert random_suffix() != random_suffix()
+
+
+def test_slugify_label() -> None:
+    assert slugify_label("Orders Team / EU_1") == "orders-team-eu-1"
+    assert slugify_label("***") == "window"
+    assert len(slugify_label("a" * 200)) == 60
+
+
+def test_expiry_is_inclusive() -> None:
+    window = parse_window_name("kip714-x-exp20260102T030405Z-deadbeef")
+    assert not window.is_expired(window.expires_at - timedelta(seconds=1))
+    assert window.is_expired(window.expires_at)
+
+
+def test_clocks() -> None:
+    start = datetime(2026, 1, 1, tzinfo=UTC)
+    manual = ManualClock(start)
+    assert manual.advance(timedelta(minutes=5)) == start + timedelta(minutes=5)
+    fixed = FixedClock(start)
+    with pytest.raises(TypeError):
+        fixed.advance(timedelta(seconds=1))
+    with pytest.raises(ValueError, match="aware"):
+        ManualClock(datetime(2026, 1, 1))
+    assert SystemClock().now().tzinfo is not None
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [("30m", 1800), ("1h30m", 5400), ("20s", 20), ("2d", 172800), ("90", 90), ("500ms", 0.5)],
+)
+def test_durations(text: str, seconds: float) -> None:
+    assert parse_duration(text).total_seconds() == seconds
+
+
+@pytest.mark.parametrize("text", ["", "0s", "30x", "m30", "1h 30m", "-5m"])
+def test_bad_durations(text: str) -> None:
+    with pytest.raises(SubscriptionValidationError, match="window"):
+        parse_duration(text)
