@@ -21,7 +21,43 @@ def get_provider_info() -> dict[str, Any]:
                 "tags": ["protocol"],
             }
         ],
-        "hooks": [],
-        "connection-types": [],
+        "hooks": [
+            {
+                "integration-name": "Kafka KIP-714 client metrics",
+                "python-modules": ["airflow_provider_kip714.hooks.client_metrics"],
+            }
+        ],
+        "operators": [
+            {
+                "integration-name": "Kafka KIP-714 client metrics",
+                "python-modules": ["airflow_provider_kip714.operators.client_metrics"],
+            }
+        ],
+        "sensors": [
+            {
+                "integration-name": "Kafka KIP-714 client metrics",
+                "python-modules": ["airflow_provider_kip714.sensors.client_metrics_window"],
+            }
+        ],
+        "triggers": [
+            {
+                "integration-name": "Kafka KIP-714 client metrics",
+                "python-modules": ["airflow_provider_kip714.triggers.client_metrics_window"],
+            }
+        ],
+        "connection-types": [
+            {
+                # Not "kafka": the apache-kafka provider owns that type and Airflow keeps one hook per
+                # type (ours would win, alphabetically). The hook still reads "kafka" connections.
+                "hook-class-name": "airflow_provider_kip714.hooks.client_metrics.ClientMetricsHook",
+                "hook-name": "Kafka client metrics (KIP-714)",
+                "connection-type": "kafka_client_metrics",
+                "ui-field-behaviour": {
+                    "hidden-fields": ["schema", "login", "password", "port", "host"],
+                    "relabeling": {"extra": "Config Dict"},
+                    "placeholders": {"extra": '{"bootstrap.servers": "localhost:9092"}'},
+                },
+            }
+        ],
         "plugins": [],
     }
