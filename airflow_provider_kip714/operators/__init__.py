@@ -1,0 +1,1 @@
+"""Airflow operators of the KIP-714 provider."""

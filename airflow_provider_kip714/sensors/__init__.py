@@ -1,0 +1,1 @@
+"""Airflow sensors of the KIP-714 provider."""

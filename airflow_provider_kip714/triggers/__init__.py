@@ -1,0 +1,1 @@
+"""Airflow triggers of the KIP-714 provider."""
