@@ -1,0 +1,201 @@
+package io.kip714.broker;
+
+import org.apache.kafka.common.MetricName;
+import org.apache.kafka.common.metrics.KafkaMetric;
+
+import java.util.ArrayList;
+import java.util.Iterator;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+
+/**
+ * Follows the broker's own KIP-714 metric group ({@code client-metrics}) through
+ * metricChange/metricRemoval and turns its current values, plus the plugin's own export-time
+ * histograms and counters, into one OTLP {@code MetricsData} per interval.
+ */
+final class BrokerMetricsCollector {
+    static final String GROUP = "client-metrics";
+    static final String INSTANCE_ID_TAG = "client_instance_id";
+    /** Cap on followed series, so a storm of short-lived clients cannot grow memory without bound. */
+    static final int MAX_SERIES = 100_000;
+
+    /** A followed broker metric; a removed one is reported once more with its last value. */
+    private static final class Series {
+        final KafkaMetric metric;
+        final long startTimeNanos;
+        volatile boolean removed;
+        volatile double lastValue = Double.NaN;
+
+        Series(KafkaMetric metric, long startTimeNanos) {
+            this.metric = metric;
+            this.startTimeNanos = startTimeNanos;
+        }
+
+        double value() {
+            if (removed) {
+                return lastValue;
+            }
+            Object value = metric.metricValue();
+            return value instanceof Number number ? number.doubleValue() : Double.NaN;
+        }
+    }
+
+    private final Map<MetricName, Series> series = new ConcurrentHashMap<>();
+    private final Map<String, ExportTimeHistogram> exportTimes = new ConcurrentHashMap<>();
+    private final Map<String, Boolean> retiredInstances = new ConcurrentHashMap<>();
+
+    static boolean isFollowed(MetricName name) {
+        return GROUP.equals(name.group());
+    }
+
+    void metricChange(KafkaMetric metric) {
+        MetricName name = metric.metricName();
+        if (!isFollowed(name) || series.size() >= MAX_SERIES) {
+            return;
+        }
+        series.put(name, new Series(metric, nowNanos()));
+        String instance = name.tags().get(INSTANCE_ID_TAG);
+        if (instance != null) {
+            retiredInstances.remove(instance);
+        }
+    }
+
+    void metricRemoval(KafkaMetric metric) {
+        MetricName name = metric.metricName();
+        Series followed = series.get(name);
+        if (followed == null || followed.metric != metric) {
+            return;
+        }
+        try {
+            Object value = metric.metricValue();
+            followed.lastValue = value instanceof Number number ? number.doubleValue() : Double.NaN;
+        } catch (RuntimeException e) {
+            followed.lastValue = Double.NaN;
+        }
+        followed.removed = true;
+        String instance = name.tags().get(INSTANCE_ID_TAG);
+        if (instance != null && name.name().equals("plugin-export-count")) {
+            retiredInstances.put(instance, Boolean.TRUE);
+        }
+    }
+
+    /** Records one push's export time (ms) under its client instance id. */
+    void recordExportTime(String clientInstanceId, double millis) {
+        ExportTimeHistogram histogram = exportTimes.get(clientInstanceId);
+        if (histogram == null) {
+            if (exportTimes.size() >= MAX_SERIES) {
+                return;
+            }
+            histogram = exportTimes.computeIfAbsent(clientInstanceId, id -> new ExportTimeHistogram(nowNanos()));
+        }
+        histogram.record(millis);
+    }
+
+    int followedSeries() {
+        return series.size();
+    }
+
+    /** Plugin-side counters reported next to the broker's metrics. */
+    record PluginCounters(long startTimeNanos, Map<String, Long> droppedByReason, long exported, long buffered) {
+    }
+
+    /**
+     * Builds the broker record's value and forgets series whose metric the broker removed (they
+     * were just reported one last time).
+     */
+    byte[] collect(String nodeId, String clusterId, PluginCounters counters) {
+        long now = nowNanos();
+        Map<String, String> resource = new LinkedHashMap<>();
+        resource.put("node_id", nodeId);
+        resource.put("cluster_id", clusterId);
+        OtlpMetrics otlp = new OtlpMetrics(resource, "io.kip714.broker", PluginVersion.VERSION);
+
+        List<OtlpMetrics.NumberPoint> instanceCount = new ArrayList<>();
+        List<OtlpMetrics.NumberPoint> unknownSubscriptions = new ArrayList<>();
+        List<OtlpMetrics.NumberPoint> throttles = new ArrayList<>();
+        List<OtlpMetrics.NumberPoint> exports = new ArrayList<>();
+        List<OtlpMetrics.NumberPoint> errors = new ArrayList<>();
+        List<OtlpMetrics.NumberPoint> exportTimeAvg = new ArrayList<>();
+        List<OtlpMetrics.NumberPoint> exportTimeMax = new ArrayList<>();
+
+        for (Map.Entry<MetricName, Series> entry : series.entrySet()) {
+            MetricName name = entry.getKey();
+            Series followed = entry.getValue();
+            double value;
+            try {
+                value = followed.value();
+            } catch (RuntimeException e) {
+                continue;
+            }
+            if (Double.isNaN(value) || Double.isInfinite(value)) {
+                continue;
+            }
+            Map<String, String> attributes = new LinkedHashMap<>();
+            String instance = name.tags().get(INSTANCE_ID_TAG);
+            if (instance != null) {
+                attributes.put(INSTANCE_ID_TAG, instance);
+            }
+            long start = followed.startTimeNanos;
+            switch (name.name()) {
+                case "instance-count" -> instanceCount.add(OtlpMetrics.NumberPoint.ofLong(attributes, 0, now, Math.round(value)));
+                case "unknown-subscription-request-count" ->
+                    unknownSubscriptions.add(OtlpMetrics.NumberPoint.ofLong(attributes, start, now, Math.round(value)));
+                case "throttle-count" -> throttles.add(OtlpMetrics.NumberPoint.ofLong(attributes, start, now, Math.round(value)));
+                case "plugin-export-count" -> exports.add(OtlpMetrics.NumberPoint.ofLong(attributes, start, now, Math.round(value)));
+                case "plugin-error-count" -> errors.add(OtlpMetrics.NumberPoint.ofLong(attributes, start, now, Math.round(value)));
+                case "plugin-export-time-avg" -> exportTimeAvg.add(OtlpMetrics.NumberPoint.ofDouble(attributes, 0, now, value));
+                case "plugin-export-time-max" -> exportTimeMax.add(OtlpMetrics.NumberPoint.ofDouble(attributes, 0, now, value));
+                default -> { }
+            }
+        }
+
+        List<OtlpMetrics.HistogramPoint> exportTime = new ArrayList<>();
+        for (Map.Entry<String, ExportTimeHistogram> entry : exportTimes.entrySet()) {
+            exportTime.add(entry.getValue().snapshot(Map.of(INSTANCE_ID_TAG, entry.getKey()), now));
+        }
+
+        List<OtlpMetrics.NumberPoint> dropped = new ArrayList<>();
+        for (Map.Entry<String, Long> entry : counters.droppedByReason().entrySet()) {
+            dropped.add(OtlpMetrics.NumberPoint.ofLong(Map.of("reason", entry.getKey()),
+                counters.startTimeNanos(), now, entry.getValue()));
+        }
+
+        otlp.gauge(TopicContract.INSTANCE_COUNT, "Client metrics instances the broker manages", "{instance}", instanceCount)
+            .cumulativeMonotonicSum(TopicContract.UNKNOWN_SUBSCRIPTION_REQUESTS,
+                "Pushes with an unknown or stale subscription id", "{request}", unknownSubscriptions)
+            .cumulativeMonotonicSum(TopicContract.THROTTLES, "Pushes throttled for coming too early", "{request}", throttles)
+            .cumulativeMonotonicSum(TopicContract.PLUGIN_EXPORTS, "Pushes handed to the plugin", "{request}", exports)
+            .cumulativeMonotonicSum(TopicContract.PLUGIN_ERRORS, "Pushes whose plugin export raised", "{request}", errors)
+            .cumulativeHistogram(TopicContract.PLUGIN_EXPORT_TIME,
+                "Time spent in this plugin's export per push, measured by the plugin", "ms", exportTime)
+            .gauge(TopicContract.PLUGIN_EXPORT_TIME_AVG, "Broker's own windowed average export time", "ms", exportTimeAvg)
+            .gauge(TopicContract.PLUGIN_EXPORT_TIME_MAX, "Broker's own windowed maximum export time", "ms", exportTimeMax)
+            .cumulativeMonotonicSum(TopicContract.PLUGIN_DROPS, "Records the plugin dropped instead of writing", "{record}", dropped)
+            .cumulativeMonotonicSum(TopicContract.PLUGIN_EXPORTED, "Records the topic acknowledged", "{record}",
+                List.of(OtlpMetrics.NumberPoint.ofLong(Map.of(), counters.startTimeNanos(), now, counters.exported())))
+            .gauge(TopicContract.PLUGIN_BUFFERED, "Records waiting in the plugin or its producer", "{record}",
+                List.of(OtlpMetrics.NumberPoint.ofLong(Map.of(), 0, now, counters.buffered())));
+
+        forgetRetired();
+        return otlp.toMetricsData();
+    }
+
+    private void forgetRetired() {
+        Iterator<Map.Entry<MetricName, Series>> iterator = series.entrySet().iterator();
+        while (iterator.hasNext()) {
+            if (iterator.next().getValue().removed) {
+                iterator.remove();
+            }
+        }
+        for (String instance : retiredInstances.keySet()) {
+            exportTimes.remove(instance);
+            retiredInstances.remove(instance);
+        }
+    }
+
+    static long nowNanos() {
+        return System.currentTimeMillis() * 1_000_000L;
+    }
+}
