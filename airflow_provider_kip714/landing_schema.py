@@ -69,6 +69,7 @@ DATAPOINT_SCHEMA = pa.schema(
         ("resource_attributes", STRING_MAP),
         ("scope_name", pa.string()),
         ("scope_version", pa.string()),
+        ("scope_attributes", STRING_MAP),  # added by the landing issue (additive)
         ("metric_name", pa.string()),
         ("metric_unit", pa.string()),
         ("metric_type", pa.string()),  # gauge | sum | histogram | exponential_histogram | summary
