@@ -222,6 +222,8 @@ def _resolve_into(home: Path, version: KafkaVersion, maven: str) -> KafkaDistrib
             completed = subprocess.run(
                 command, capture_output=True, text=True, timeout=MAVEN_TIMEOUT_S, check=False
             )
+        except OSError as err:
+            raise LocalKafkaError(f"could not run Maven ({maven}): {err}") from err
         except subprocess.TimeoutExpired as err:
             raise LocalKafkaError(
                 f"Maven did not resolve Kafka {version} within {MAVEN_TIMEOUT_S} s; "

@@ -1,0 +1,32 @@
+"""Shared fixtures: a real single-node Apache Kafka for the whole session, and a factory for more.
+
+``kafka_cluster`` is Kafka 4.4.0 (KRaft, 127.0.0.1, free ports) with the broker plugin loaded when
+``broker_plugin/target/kip714-broker-plugin.jar`` is built (``KIP714_REQUIRE_PLUGIN=1`` makes a
+missing jar an error), a SASL_PLAINTEXT listener with user ``alice:alice-secret``, telemetry topic
+``_client_telemetry`` and broker-metric records every 5 s. Fixtures start nothing until a test asks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from airflow_provider_kip714.local_kafka.cluster import LocalKafkaCluster
+from airflow_provider_kip714.local_kafka.cluster_factory import LocalKafkaClusterFactory
+
+
+@pytest.fixture(scope="session")
+def kafka_cluster_factory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalKafkaClusterFactory]:
+    """``.start(kafka_version="3.9.2", overrides={...})`` adds clusters; all stop at session end."""
+    factory = LocalKafkaClusterFactory(tmp_path_factory.mktemp("kafka-clusters"))
+    try:
+        yield factory
+    finally:
+        factory.stop_all()
+
+
+@pytest.fixture(scope="session")
+def kafka_cluster(kafka_cluster_factory: LocalKafkaClusterFactory) -> LocalKafkaCluster:
+    """The session's Kafka 4.4.0; tests that restart or stop it must leave it running again."""
+    return kafka_cluster_factory.start(name="session-kafka")

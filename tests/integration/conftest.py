@@ -1,0 +1,15 @@
+"""Everything under tests/integration talks to real servers: mark it ``integration`` automatically."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+INTEGRATION_DIR = Path(__file__).parent
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if INTEGRATION_DIR in item.path.parents:
+            item.add_marker(pytest.mark.integration)

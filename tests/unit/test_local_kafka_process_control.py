@@ -1,0 +1,72 @@
+"""PID-file control never touches a process that is not this data dir's broker (real processes)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from airflow_provider_kip714.local_kafka.broker_config import DataDirLayout
+from airflow_provider_kip714.local_kafka.launcher import broker_status, new_cluster_id, stop_broker
+from airflow_provider_kip714.local_kafka.process_control import (
+    is_alive,
+    is_our_broker,
+    read_pid,
+    running_broker_pid,
+    write_pid,
+)
+
+
+@pytest.fixture
+def bystander() -> Iterator[subprocess.Popen[bytes]]:
+    """A process that is not Kafka, whose PID ends up in a stale PID file."""
+    process = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        yield process
+    finally:
+        process.kill()
+        process.wait()
+
+
+def test_stale_pid_file_of_another_process_is_dropped_and_process_spared(
+    tmp_path: Path, bystander: subprocess.Popen[bytes]
+) -> None:
+    layout = DataDirLayout(tmp_path)
+    write_pid(layout.pid_file, bystander.pid)
+    assert read_pid(layout.pid_file) == bystander.pid
+    assert not is_our_broker(bystander.pid, layout.server_properties)
+    outcome = stop_broker(tmp_path, timeout_s=1)
+    assert not outcome.was_running
+    assert bystander.poll() is None, "stop must never signal a process that is not our broker"
+    assert not layout.pid_file.exists()
+
+
+def test_status_of_a_stale_pid_file_is_not_running(
+    tmp_path: Path, bystander: subprocess.Popen[bytes]
+) -> None:
+    layout = DataDirLayout(tmp_path)
+    write_pid(layout.pid_file, bystander.pid)
+    assert broker_status(tmp_path) is None
+    assert running_broker_pid(layout.pid_file, layout.server_properties) is None
+
+
+def test_a_finished_child_is_reaped_and_reported_dead() -> None:
+    process = subprocess.Popen([sys.executable, "-c", "pass"])
+    process.wait()
+    assert not is_alive(process.pid)
+
+
+def test_garbage_pid_file_reads_as_no_pid(tmp_path: Path) -> None:
+    pid_file = tmp_path / "kafka.pid"
+    pid_file.write_text("not a pid\n")
+    assert read_pid(pid_file) is None
+    assert read_pid(tmp_path / "absent.pid") is None
+
+
+def test_cluster_ids_are_kafka_uuid_text() -> None:
+    ids = {new_cluster_id() for _ in range(200)}
+    assert len(ids) == 200
+    assert all(len(cluster_id) == 22 and not cluster_id.startswith("-") for cluster_id in ids)
