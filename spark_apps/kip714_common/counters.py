@@ -1,0 +1,118 @@
+"""From reported values to increments: delta sums as they are, cumulative sums and histograms differenced.
+
+A cumulative series is ordered by time per (record type, client instance, broker for broker records,
+metric, labels). A **counter reset** is a point whose value (or histogram count) is below the previous
+one, or whose ``start_time`` moved forward: the client or broker restarted. Its increment is then its
+own value (everything counted since the restart), never a negative difference. The first point of a
+series counts in full only when the series started inside the rows read (its ``start_time`` is after
+the read window's start); otherwise its increment is unknown (null) and only later points count, which
+is why the apps read a ``--counter-lookback`` before ``--start``.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+
+from kip714_common.histograms import exponential_as_explicit
+
+HISTOGRAM_TYPES = ("histogram", "exponential_histogram")
+SERIES_COLUMNS = ("record_type", "client_instance_id", "series_node", "metric_name", "attributes_key")
+"""One time series. ``series_node`` is the broker for broker records and null for client records (a
+client keeps its counters when it moves to another broker)."""
+
+
+def _is_histogram() -> Column:
+    return F.col("metric_type").isin(*HISTOGRAM_TYPES)
+
+
+def _is_cumulative() -> Column:
+    return (F.col("temporality") == "cumulative") & F.col("metric_type").isin("sum", *HISTOGRAM_TYPES)
+
+
+def with_histogram_buckets(points: DataFrame) -> DataFrame:
+    """Add ``hist_counts``/``hist_bounds``: explicit buckets for both histogram kinds, null otherwise."""
+    exp_counts, exp_bounds = exponential_as_explicit()
+    kind = F.col("metric_type")
+    return points.withColumn(
+        "hist_counts",
+        F.when(kind == "histogram", F.col("bucket_counts")).when(kind == "exponential_histogram", exp_counts),
+    ).withColumn(
+        "hist_bounds",
+        F.when(kind == "histogram", F.col("explicit_bounds")).when(
+            kind == "exponential_histogram", exp_bounds
+        ),
+    )
+
+
+def _own_elapsed_ns() -> Column:
+    """Time a point covers by itself: since its start_time, else one push interval."""
+    return F.when(F.col("start_ns") > 0, F.col("time_ns") - F.col("start_ns")).otherwise(
+        F.col("push_interval_ms") * 1_000_000
+    )
+
+
+def with_increments(points: DataFrame, view_start_ns: int) -> DataFrame:
+    """Add ``increment``, ``elapsed_ns``, ``is_reset``, ``inc_count``, ``inc_sum``, ``inc_bucket_counts``."""
+    points = with_histogram_buckets(points).withColumn(
+        "series_node", F.when(F.col("record_type") == "broker", F.col("broker_node_id"))
+    )
+    is_sum = F.col("metric_type") == "sum"
+    plain = (
+        points.where(~_is_cumulative())
+        .withColumn("increment", F.when(is_sum, F.col("point_value")))
+        .withColumn("elapsed_ns", F.when(is_sum, _own_elapsed_ns()))
+        .withColumn("is_reset", F.lit(0))
+        .withColumn("inc_count", F.col("count"))
+        .withColumn("inc_sum", F.col("sum"))
+        .withColumn("inc_bucket_counts", F.col("hist_counts"))
+    )
+
+    series = Window.partitionBy(*SERIES_COLUMNS).orderBy("time_ns")
+    level = F.when(_is_histogram(), F.col("count").cast("double")).otherwise(F.col("point_value"))
+    cumulative = (
+        points.where(_is_cumulative())
+        .withColumn("_level", level)
+        .withColumn("_prev_level", F.lag("_level").over(series))
+        .withColumn("_prev_value", F.lag("point_value").over(series))
+        .withColumn("_prev_count", F.lag("count").over(series))
+        .withColumn("_prev_sum", F.lag("sum").over(series))
+        .withColumn("_prev_counts", F.lag("hist_counts").over(series))
+        .withColumn("_prev_start", F.lag("start_ns").over(series))
+        .withColumn("_prev_time", F.lag("time_ns").over(series))
+    )
+    first = F.col("_prev_time").isNull()
+    started_in_view = F.coalesce(F.col("start_ns") >= view_start_ns, F.lit(False))
+    reset = ~first & (
+        (F.col("_level") < F.col("_prev_level"))
+        | F.coalesce(F.col("start_ns") > F.col("_prev_start"), F.lit(False))
+    )
+    whole = (first & started_in_view) | reset
+    unknown = first & ~started_in_view
+
+    def difference(current: str, previous: str) -> Column:
+        return F.when(whole, F.col(current)).when(unknown, None).otherwise(F.col(current) - F.col(previous))
+
+    counts_difference = (
+        F.when(whole, F.col("hist_counts"))
+        .when(unknown, None)
+        .when(
+            F.size("hist_counts") == F.size("_prev_counts"),
+            F.zip_with("hist_counts", "_prev_counts", lambda now, before: now - before),
+        )
+    )
+    cumulative = (
+        cumulative.withColumn("increment", F.when(is_sum, difference("point_value", "_prev_value")))
+        .withColumn(
+            "elapsed_ns",
+            F.when(whole, _own_elapsed_ns())
+            .when(unknown, None)
+            .otherwise(F.col("time_ns") - F.col("_prev_time")),
+        )
+        .withColumn("is_reset", reset.cast("int"))
+        .withColumn("inc_count", F.when(_is_histogram(), difference("count", "_prev_count")))
+        .withColumn("inc_sum", F.when(_is_histogram(), difference("sum", "_prev_sum")))
+        .withColumn("inc_bucket_counts", F.when(_is_histogram(), counts_difference))
+        .drop(*[c for c in cumulative.columns if c.startswith("_")])
+    )
+    return plain.unionByName(cumulative)

@@ -1,0 +1,56 @@
+"""Histogram arithmetic as Spark SQL expressions (no Python UDFs, so executors need no Python libraries).
+
+Percentiles are estimated from explicit buckets the way Prometheus' ``histogram_quantile`` does: find the
+bucket holding the q-th observation and interpolate linearly inside it. The first bucket starts at the
+point's ``min`` (or 0), the overflow bucket ends at its ``max`` (or its lower bound). Exponential
+histograms are first turned into explicit ones: the zero bucket becomes ``(-inf, 0]`` and positive bucket
+``i`` ends at ``base^(offset+i+1)`` with ``base = 2^(2^-scale)``; negative buckets are ignored (client
+metrics are durations, sizes and counts, never negative).
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import Column
+from pyspark.sql import functions as F
+
+
+def percentile_expression(counts: str, bounds: str, low: str, high: str, quantile: float) -> Column:
+    """Estimated ``quantile`` of the explicit histogram in columns ``counts``/``bounds`` (min/max optional)."""
+    total = f"aggregate({counts}, 0D, (acc, c) -> acc + coalesce(c, 0))"
+    target = f"({quantile} * {total})"
+    lower = f"if(i = 0, least(coalesce({low}, 0D), coalesce(get({bounds}, 0), 0D)), get({bounds}, i - 1))"
+    upper = f"if(i >= size({bounds}), greatest(coalesce({high}, get({bounds}, i - 1)), get({bounds}, i - 1)), get({bounds}, i))"
+    step = (
+        f"if(acc.result IS NULL AND {counts}[i] > 0 AND acc.seen + {counts}[i] >= {target}, "
+        f"named_struct('seen', acc.seen + {counts}[i], 'result', "
+        f"{lower} + ({upper} - {lower}) * (({target} - acc.seen) / {counts}[i])), "
+        f"named_struct('seen', acc.seen + coalesce({counts}[i], 0), 'result', acc.result))"
+    )
+    return F.expr(
+        f"CASE WHEN {counts} IS NULL OR size({counts}) = 0 OR {total} = 0 THEN NULL ELSE "
+        f"aggregate(sequence(0, size({counts}) - 1), "
+        f"named_struct('seen', 0D, 'result', CAST(NULL AS DOUBLE)), (acc, i) -> {step}, acc -> acc.result) END"
+    )
+
+
+def merged_counts_expression(counts_list: str) -> Column:
+    """Element-wise sum of an array of equally long bucket-count arrays (``collect_list`` output)."""
+    return F.expr(
+        f"CASE WHEN size({counts_list}) = 0 THEN NULL ELSE aggregate({counts_list}, "
+        f"transform({counts_list}[0], c -> 0L), "
+        f"(acc, x) -> zip_with(acc, x, (a, b) -> coalesce(a, 0L) + coalesce(b, 0L))) END"
+    )
+
+
+def exponential_as_explicit() -> tuple[Column, Column]:
+    """(bucket_counts, explicit_bounds) of an exponential histogram row, in explicit form."""
+    positive = "coalesce(exp_positive_bucket_counts, CAST(array() AS array<bigint>))"
+    base = "pow(2D, pow(2D, -coalesce(exp_scale, 0)))"
+    offset = "coalesce(exp_positive_offset, 0)"
+    counts = F.expr(f"concat(array(coalesce(exp_zero_count, 0L)), {positive})")
+    bounds = F.expr(
+        f"CASE WHEN size({positive}) = 0 THEN CAST(array() AS array<double>) "
+        f"WHEN size({positive}) = 1 THEN array(0D) "
+        f"ELSE concat(array(0D), transform(sequence(1, size({positive}) - 1), j -> pow({base}, {offset} + j))) END"
+    )
+    return counts, bounds

@@ -1,0 +1,163 @@
+"""The rollup: time bucket x client instance x metric x labels -> count/min/max/avg/sum/last, rates, percentiles.
+
+Shared by the rollups app (which writes it), the anomalies app (which can compute it on the fly) and the
+broker-metrics app (which rolls broker records up first, then per broker).
+
+``signal`` is the one number per row that baselines and anomaly detection watch: ``avg`` for gauges,
+``rate_per_second`` for sums, ``p99`` for histograms and summaries.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from kip714_common.cli import Interval
+from kip714_common.counters import HISTOGRAM_TYPES, with_increments
+from kip714_common.histograms import merged_counts_expression, percentile_expression
+from kip714_common.landing import epoch_nanos
+from kip714_common.schemas import CLIENT_IDENTITY_COLUMNS, ROLLUP_SCHEMA
+
+PERCENTILES = {"p50": 0.5, "p95": 0.95, "p99": 0.99}
+GROUP_COLUMNS = (
+    "bucket_start",
+    "record_type",
+    *CLIENT_IDENTITY_COLUMNS,
+    "series_node",
+    "metric_name",
+    "metric_type",
+    "temporality",
+    "attributes_key",
+)
+
+
+def bucket_start_column(bucket_seconds: int) -> Column:
+    return F.timestamp_seconds(F.floor(F.col("time_ns") / (bucket_seconds * 1_000_000_000)) * bucket_seconds)
+
+
+def date_hour_columns(timestamp: Column) -> tuple[Column, Column]:
+    """The output partition of a row: its bucket's UTC date and hour."""
+    return F.date_format(timestamp, "yyyy-MM-dd"), F.hour(timestamp)
+
+
+def _summary_quantile(quantile: float) -> Column:
+    return F.expr(f"get(filter(last.quantiles, q -> abs(q.quantile - {quantile}) < 1e-9), 0).value")
+
+
+def rollup_points(
+    points: DataFrame, interval: Interval, read_start: datetime, keep_buckets: bool = False
+) -> DataFrame:
+    """Roll normalised points read over ``[read_start, end)`` up into ``ROLLUP_SCHEMA`` rows of ``interval``.
+
+    ``read_start`` is ``--start`` minus the counter lookback: cumulative series need the point before.
+
+    With ``keep_buckets`` the merged histogram buckets stay as ``merged_counts``/``merged_bounds`` so a
+    caller can merge again across labels (the broker-metrics app does, per broker).
+    """
+    increments = with_increments(points, epoch_nanos(read_start)).where(
+        F.col("time_ns") >= epoch_nanos(interval.start)
+    )
+    bucket = interval.bucket_seconds
+    is_histogram = F.col("metric_type").isin(*HISTOGRAM_TYPES)
+    last_fields = F.struct(
+        "point_value",
+        "count",
+        "sum",
+        "quantiles",
+        "hist_bounds",
+        "listener",
+        "cluster_id",
+        "broker_node_id",
+        "resource_attributes",
+        "attributes",
+        "source_metric_name",
+        "metric_unit",
+    )
+    aggregated = (
+        increments.withColumn("bucket_start", bucket_start_column(bucket))
+        .groupBy(*GROUP_COLUMNS)
+        .agg(
+            F.count(F.lit(1)).alias("count"),
+            F.min("point_value").alias("_min_value"),
+            F.max("point_value").alias("_max_value"),
+            F.min("min").alias("_min_observed"),
+            F.max("max").alias("_max_observed"),
+            F.avg("point_value").alias("_avg_value"),
+            F.sum("point_value").alias("_sum_value"),
+            F.min("ts").alias("first_time"),
+            F.max("ts").alias("last_time"),
+            F.sum("increment").alias("increase"),
+            F.sum(F.when(F.col("increment").isNotNull(), F.col("elapsed_ns"))).alias("_elapsed_ns"),
+            F.sum("is_reset").cast("int").alias("counter_resets"),
+            F.sum(F.when(is_histogram, F.col("inc_count"))).alias("_histogram_count"),
+            F.sum(F.when(is_histogram, F.col("inc_sum"))).alias("_histogram_sum"),
+            F.collect_list(F.when(is_histogram, F.col("inc_bucket_counts"))).alias("_counts_list"),
+            F.max_by(last_fields, "time_ns").alias("last"),
+        )
+        .withColumn("merged_counts", merged_counts_expression("_counts_list"))
+        .withColumn("merged_bounds", F.col("last.hist_bounds"))
+    )
+    kind = F.col("metric_type")
+    histogram_count = F.when(kind == "summary", F.col("last.count")).otherwise(F.col("_histogram_count"))
+    histogram_sum = F.when(kind == "summary", F.col("last.sum")).otherwise(F.col("_histogram_sum"))
+    elapsed_seconds = F.col("_elapsed_ns") / 1e9
+    rate = F.when(
+        kind == "sum",
+        F.when(elapsed_seconds > 0, F.col("increase") / elapsed_seconds).otherwise(
+            F.col("increase") / bucket
+        ),
+    )
+    percentiles: dict[str, Column] = {}
+    for name, quantile in PERCENTILES.items():
+        from_buckets = percentile_expression(
+            "merged_counts", "merged_bounds", "_min_observed", "_max_observed", quantile
+        )
+        percentiles[name] = F.when(kind == "summary", _summary_quantile(quantile)).otherwise(from_buckets)
+    histogram_avg = histogram_sum / F.when(histogram_count > 0, histogram_count)
+    date, hour = date_hour_columns(F.col("bucket_start"))
+    columns: dict[str, Column] = {
+        "bucket_start": F.col("bucket_start"),
+        "bucket_end": F.col("bucket_start") + F.make_interval(secs=F.lit(bucket)),
+        "bucket_seconds": F.lit(bucket),
+        "record_type": F.col("record_type"),
+        **{name: F.col(name) for name in CLIENT_IDENTITY_COLUMNS},
+        "listener": F.col("last.listener"),
+        "broker_node_id": F.col("last.broker_node_id"),
+        "cluster_id": F.col("last.cluster_id"),
+        "resource_attributes": F.col("last.resource_attributes"),
+        "metric_name": F.col("metric_name"),
+        "source_metric_name": F.col("last.source_metric_name"),
+        "metric_type": kind,
+        "temporality": F.col("temporality"),
+        "metric_unit": F.col("last.metric_unit"),
+        "attributes": F.col("last.attributes"),
+        "attributes_key": F.col("attributes_key"),
+        "count": F.col("count"),
+        "min": F.coalesce(F.col("_min_value"), F.col("_min_observed")),
+        "max": F.coalesce(F.col("_max_value"), F.col("_max_observed")),
+        "avg": F.coalesce(F.col("_avg_value"), histogram_avg),
+        "sum": F.coalesce(F.col("_sum_value"), histogram_sum),
+        "last": F.coalesce(
+            F.col("last.point_value"),
+            F.col("last.sum") / F.when(F.col("last.count") > 0, F.col("last.count")),
+        ),
+        "first_time": F.col("first_time"),
+        "last_time": F.col("last_time"),
+        "increase": F.col("increase"),
+        "rate_per_second": rate,
+        "counter_resets": F.col("counter_resets"),
+        "histogram_count": histogram_count,
+        "histogram_sum": histogram_sum,
+        **percentiles,
+        "signal": F.when(kind == "gauge", F.col("_avg_value"))
+        .when(kind == "sum", rate)
+        .otherwise(percentiles["p99"]),
+        "date": date,
+        "hour": hour,
+    }
+    selected = [columns[field.name].cast(field.dataType).alias(field.name) for field in ROLLUP_SCHEMA.fields]
+    if keep_buckets:
+        selected += [F.col("merged_counts"), F.col("merged_bounds")]
+    return aggregated.select(*selected)

@@ -1,0 +1,246 @@
+"""Spark schemas: the landing zone's ``datapoints/`` (input) and every table the apps write.
+
+``DATAPOINT_SCHEMA`` mirrors ``airflow_provider_kip714.landing_schema.DATAPOINT_SCHEMA`` column by column
+(a unit test checks it). One deliberate difference: Spark cannot read Parquet ``TIMESTAMP(NANOS)``, so
+``start_time`` and ``time`` are read as ``long`` nanoseconds since the epoch
+(``spark.sql.legacy.parquet.nanosAsLong``) and converted by ``landing.read_datapoints``.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql.types import (
+    ArrayType,
+    BooleanType,
+    DataType,
+    DoubleType,
+    IntegerType,
+    LongType,
+    MapType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
+
+STRING_MAP = MapType(StringType(), StringType(), valueContainsNull=True)
+QUANTILE = StructType([StructField("quantile", DoubleType()), StructField("value", DoubleType())])
+
+NANOS_AS_LONG_COLUMNS = ("start_time", "time")
+"""Landing columns stored as TIMESTAMP(NANOS) that Spark reads as epoch nanoseconds."""
+
+
+def _struct(columns: list[tuple[str, DataType]]) -> StructType:
+    return StructType([StructField(name, kind, nullable=True) for name, kind in columns])
+
+
+DATAPOINT_SCHEMA = _struct(
+    [
+        ("topic", StringType()),
+        ("partition", IntegerType()),
+        ("offset", LongType()),
+        ("record_timestamp", TimestampType()),
+        ("record_type", StringType()),
+        ("client_instance_id", StringType()),
+        ("client_instance_id_hex", StringType()),
+        ("client_id", StringType()),
+        ("client_software_name", StringType()),
+        ("client_software_version", StringType()),
+        ("client_source_address", StringType()),
+        ("client_source_port", IntegerType()),
+        ("principal", StringType()),
+        ("listener", StringType()),
+        ("node_id", IntegerType()),
+        ("cluster_id", StringType()),
+        ("subscription_id", LongType()),
+        ("push_interval_ms", LongType()),
+        ("terminating", BooleanType()),
+        ("resource_attributes", STRING_MAP),
+        ("scope_name", StringType()),
+        ("scope_version", StringType()),
+        ("metric_name", StringType()),
+        ("metric_unit", StringType()),
+        ("metric_type", StringType()),
+        ("temporality", StringType()),
+        ("is_monotonic", BooleanType()),
+        ("attributes", STRING_MAP),
+        ("start_time", LongType()),
+        ("time", LongType()),
+        ("value", DoubleType()),
+        ("value_int", LongType()),
+        ("count", LongType()),
+        ("sum", DoubleType()),
+        ("min", DoubleType()),
+        ("max", DoubleType()),
+        ("bucket_counts", ArrayType(LongType())),
+        ("explicit_bounds", ArrayType(DoubleType())),
+        ("exp_scale", IntegerType()),
+        ("exp_zero_count", LongType()),
+        ("exp_positive_offset", IntegerType()),
+        ("exp_positive_bucket_counts", ArrayType(LongType())),
+        ("exp_negative_offset", IntegerType()),
+        ("exp_negative_bucket_counts", ArrayType(LongType())),
+        ("quantiles", ArrayType(QUANTILE)),
+        ("flags", IntegerType()),
+        ("date", StringType()),
+        ("hour", IntegerType()),
+    ]
+)
+
+CLIENT_IDENTITY_COLUMNS = (
+    "client_instance_id",
+    "client_instance_id_hex",
+    "client_id",
+    "client_software_name",
+    "client_software_version",
+    "client_source_address",
+    "principal",
+)
+"""Broker-added labels every output row keeps, so it says who and where."""
+
+_IDENTITY = [(name, StringType()) for name in CLIENT_IDENTITY_COLUMNS]
+_PARTITION = [("date", StringType()), ("hour", IntegerType())]
+OUTPUT_PARTITION_COLUMNS = ("date", "hour")
+
+ROLLUP_SCHEMA = _struct(
+    [
+        ("bucket_start", TimestampType()),
+        ("bucket_end", TimestampType()),
+        ("bucket_seconds", IntegerType()),
+        ("record_type", StringType()),
+        *_IDENTITY,
+        ("listener", StringType()),
+        ("broker_node_id", IntegerType()),
+        ("cluster_id", StringType()),
+        ("resource_attributes", STRING_MAP),
+        ("metric_name", StringType()),
+        ("source_metric_name", StringType()),
+        ("metric_type", StringType()),
+        ("temporality", StringType()),
+        ("metric_unit", StringType()),
+        ("attributes", STRING_MAP),
+        ("attributes_key", StringType()),
+        ("count", LongType()),
+        ("min", DoubleType()),
+        ("max", DoubleType()),
+        ("avg", DoubleType()),
+        ("sum", DoubleType()),
+        ("last", DoubleType()),
+        ("first_time", TimestampType()),
+        ("last_time", TimestampType()),
+        ("increase", DoubleType()),
+        ("rate_per_second", DoubleType()),
+        ("counter_resets", IntegerType()),
+        ("histogram_count", LongType()),
+        ("histogram_sum", DoubleType()),
+        ("p50", DoubleType()),
+        ("p95", DoubleType()),
+        ("p99", DoubleType()),
+        ("signal", DoubleType()),
+        *_PARTITION,
+    ]
+)
+
+THRESHOLD_SCHEMA = _struct(
+    [
+        ("kind", StringType()),  # baseline | static
+        ("rule_name", StringType()),
+        ("metric_name", StringType()),
+        ("field", StringType()),
+        ("client_group", StringType()),
+        ("comparison", StringType()),
+        ("threshold", DoubleType()),
+        ("critical_threshold", DoubleType()),
+        ("min_duration_seconds", IntegerType()),
+        ("median", DoubleType()),
+        ("mad", DoubleType()),
+        ("scale", DoubleType()),
+        ("k", DoubleType()),
+        ("history_buckets", LongType()),
+        ("history_start", TimestampType()),
+        ("interval_start", TimestampType()),
+        ("interval_end", TimestampType()),
+        *_PARTITION,
+    ]
+)
+
+ANOMALY_SCHEMA = _struct(
+    [
+        ("kind", StringType()),  # baseline | static
+        ("rule_name", StringType()),
+        ("severity", StringType()),  # warning | critical
+        ("metric_name", StringType()),
+        ("field", StringType()),
+        ("attributes", STRING_MAP),
+        ("attributes_key", StringType()),
+        ("client_group", StringType()),
+        *_IDENTITY,
+        ("comparison", StringType()),
+        ("threshold", DoubleType()),
+        ("critical_threshold", DoubleType()),
+        ("peak_value", DoubleType()),
+        ("mean_value", DoubleType()),
+        ("excess", DoubleType()),
+        ("excess_ratio", DoubleType()),
+        ("breach_start", TimestampType()),
+        ("breach_end", TimestampType()),
+        ("duration_seconds", LongType()),
+        ("breached_buckets", LongType()),
+        ("min_duration_seconds", IntegerType()),
+        ("description", StringType()),
+        *_PARTITION,
+    ]
+)
+
+BROKER_METRICS_SCHEMA = _struct(
+    [
+        ("bucket_start", TimestampType()),
+        ("bucket_end", TimestampType()),
+        ("bucket_seconds", IntegerType()),
+        ("cluster_id", StringType()),
+        ("broker_node_id", IntegerType()),
+        ("instance_count", DoubleType()),
+        ("instance_count_max", DoubleType()),
+        ("pushes_exported", DoubleType()),
+        ("throttled_pushes", DoubleType()),
+        ("throttle_ratio", DoubleType()),
+        ("unknown_subscription_requests", DoubleType()),
+        ("plugin_errors", DoubleType()),
+        ("plugin_error_ratio", DoubleType()),
+        ("plugin_dropped", DoubleType()),
+        ("export_time_avg_ms", DoubleType()),
+        ("export_time_max_ms", DoubleType()),
+        ("export_time_p99_ms", DoubleType()),
+        ("counter_resets", IntegerType()),
+        ("plugin_failing", BooleanType()),
+        ("throttled_clients", IntegerType()),
+        *_PARTITION,
+    ]
+)
+
+BROKER_CLIENT_SCHEMA = _struct(
+    [
+        ("bucket_start", TimestampType()),
+        ("bucket_end", TimestampType()),
+        ("bucket_seconds", IntegerType()),
+        ("cluster_id", StringType()),
+        ("broker_node_id", IntegerType()),
+        *_IDENTITY,
+        ("pushes_exported", DoubleType()),
+        ("throttled_pushes", DoubleType()),
+        ("throttle_ratio", DoubleType()),
+        ("plugin_errors", DoubleType()),
+        ("export_time_avg_ms", DoubleType()),
+        ("export_time_max_ms", DoubleType()),
+        ("high_throttle_ratio", BooleanType()),
+        *_PARTITION,
+    ]
+)
+
+OUTPUT_SCHEMAS: dict[str, StructType] = {
+    "rollups": ROLLUP_SCHEMA,
+    "thresholds": THRESHOLD_SCHEMA,
+    "anomalies": ANOMALY_SCHEMA,
+    "broker_metrics": BROKER_METRICS_SCHEMA,
+    "broker_client_metrics": BROKER_CLIENT_SCHEMA,
+}
+"""Output table name (folder under ``--output``) -> schema."""
