@@ -224,7 +224,7 @@ class ClientMetricsAdmin:
         interval_ms: int | str | None = None,
         match: Iterable[str] | str | Mapping[str, str] | None = None,
     ) -> Subscription:
-        """Append/subtract metric prefixes and optionally change interval or match; returns the result."""
+        """Add/remove metric prefixes and optionally change interval or match; returns the new state."""
         current = self.describe(name)
         if current is None:
             raise ClientMetricsAdminError(f"cannot alter {name!r}: no such subscription on {self.target}")
@@ -239,14 +239,11 @@ class ClientMetricsAdmin:
             interval_ms=current.interval_ms if interval_ms is None else parse_interval_ms(interval_ms),
             match=current.match if match is None else Subscription.from_spec(name, match=match).match,
         )
+        # Kafka 4.4 refuses APPEND/SUBTRACT on CLIENT_METRICS ("Can't APPEND to key metrics because its
+        # type is not LIST"), so the new list is computed here and SET, like kafka-client-metrics.sh does.
         configs: dict[str, tuple[AlterConfigOp, str | None]] = {}
-        if added:
-            configs[METRICS_KEY] = (AlterConfigOp.APPEND, ",".join(added))
-        if removed:
-            if METRICS_KEY in configs:
-                configs[METRICS_KEY] = (AlterConfigOp.SET, ",".join(wanted.metrics))
-            else:
-                configs[METRICS_KEY] = (AlterConfigOp.SUBTRACT, ",".join(sorted(removed)))
+        if set(wanted.metrics) != set(current.metrics):
+            configs[METRICS_KEY] = (AlterConfigOp.SET, ",".join(wanted.metrics))
         if wanted.interval_ms != current.interval_ms:
             configs[INTERVAL_KEY] = (AlterConfigOp.SET, str(wanted.interval_ms))
         if set(wanted.match) != set(current.match):

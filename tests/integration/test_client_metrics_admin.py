@@ -1,0 +1,272 @@
+"""Subscriptions against the real local Apache Kafka: create/describe/list/alter/delete/reap, SASL, CLI."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from airflow_provider_kip714.client_metrics_admin import ClientMetricsAdmin, UpsertOutcome
+from airflow_provider_kip714.clock import ManualClock
+from airflow_provider_kip714.exceptions import ClientMetricsAdminError, ClusterUnreachableError
+from airflow_provider_kip714.kafka_python_config import to_kafka_python_kwargs
+from airflow_provider_kip714.local_kafka.cluster import LocalKafkaCluster
+from airflow_provider_kip714.subscription import Subscription
+from airflow_provider_kip714.window_name import format_window_name, parse_window_name
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+KIP714 = [sys.executable, "-m", "airflow_provider_kip714.cli.main"]
+
+
+def unique(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:10]}"
+
+
+def nobody() -> str:
+    """A match that no real client of the session has, so tests never change other tests' clients."""
+    return f"client_id=nobody-{uuid.uuid4().hex[:8]}"
+
+
+@pytest.fixture
+def admin(kafka_cluster: LocalKafkaCluster) -> Iterator[ClientMetricsAdmin]:
+    with ClientMetricsAdmin(to_kafka_python_kwargs(kafka_cluster.client_config())) as opened:
+        yield opened
+
+
+@pytest.fixture
+def cleanup(admin: ClientMetricsAdmin) -> Iterator[list[str]]:
+    names: list[str] = []
+    yield names
+    for name in names:
+        admin.delete(name)
+
+
+def test_create_describe_list_alter_delete_round_trip(admin: ClientMetricsAdmin, cleanup: list[str]) -> None:
+    name = unique("roundtrip")
+    cleanup.append(name)
+    match = nobody()
+    wanted = Subscription.from_spec(name, metrics="org.apache.kafka.producer.", interval_ms=1000, match=match)
+
+    assert admin.upsert(wanted).outcome is UpsertOutcome.CREATED
+    assert name in admin.list_names()
+    described = admin.describe(name)
+    assert described is not None and described.same_content(wanted)
+    assert described.to_configs() == wanted.to_configs()
+
+    altered = admin.alter(
+        name,
+        add_metrics="org.apache.kafka.consumer.",
+        remove_metrics="org.apache.kafka.producer.",
+        interval_ms=2000,
+    )
+    again = admin.describe(name)
+    assert again is not None
+    assert again.metrics == ("org.apache.kafka.consumer.",)
+    assert again.interval_ms == 2000
+    assert again.same_content(altered)
+
+    admin.alter(name, add_metrics="org.apache.kafka.producer.")
+    appended = admin.describe(name)
+    assert appended is not None
+    assert set(appended.metrics) == {"org.apache.kafka.consumer.", "org.apache.kafka.producer."}
+
+    assert admin.delete(name) is True
+    assert name not in admin.list_names()
+    assert admin.describe(name) is None
+    assert admin.delete(name) is False  # deleting a missing subscription is not an error
+
+
+def test_create_is_idempotent_and_updates_changed_content(
+    admin: ClientMetricsAdmin, cleanup: list[str]
+) -> None:
+    name = unique("idempotent")
+    cleanup.append(name)
+    match = nobody()
+    first = Subscription.from_spec(name, metrics="a.,b.", interval_ms=5000, match=match)
+    assert admin.upsert(first).outcome is UpsertOutcome.CREATED
+    same_in_other_order = Subscription.from_spec(name, metrics="b.,a.", interval_ms=5000, match=match)
+    assert admin.upsert(same_in_other_order).outcome is UpsertOutcome.UNCHANGED
+    blocked = Subscription.from_spec(name, block=True, interval_ms=5000, match=match)
+    assert admin.upsert(blocked).outcome is UpsertOutcome.UPDATED
+    described = admin.describe(name)
+    assert described is not None and described.block and described.metrics == ()
+    assert admin.list_names().count(name) == 1
+
+
+def test_alter_of_missing_subscription_is_a_clear_error(admin: ClientMetricsAdmin) -> None:
+    with pytest.raises(ClientMetricsAdminError, match="no such subscription"):
+        admin.alter(unique("missing"), add_metrics="a.")
+
+
+def test_broker_rejects_what_we_would_reject(admin: ClientMetricsAdmin) -> None:
+    """Our validation mirrors the broker: bypass it and the broker says no for the same input."""
+    from kafka.admin import AlterConfigOp, ConfigResource, ConfigResourceType
+
+    name = unique("raw")
+    resource = ConfigResource(
+        ConfigResourceType.CLIENT_METRICS, name, {"interval.ms": (AlterConfigOp.SET, "50")}
+    )
+    result = admin.client.alter_configs([resource], raise_on_unknown=False, incremental=True)
+    assert result["client_metrics"][name] != "OK"
+    resource = ConfigResource(
+        ConfigResourceType.CLIENT_METRICS, name, {"match": (AlterConfigOp.SET, "client_idd=x")}
+    )
+    result = admin.client.alter_configs([resource], raise_on_unknown=False, incremental=True)
+    assert result["client_metrics"][name] != "OK"
+    assert name not in admin.list_names()
+
+
+def test_reap_deletes_only_expired_window_names(admin: ClientMetricsAdmin, cleanup: list[str]) -> None:
+    now = datetime.now(UTC).replace(microsecond=0)
+    label = unique("reap")
+    expired = format_window_name(label, now - timedelta(minutes=1), "0000000a")
+    current = format_window_name(label, now + timedelta(hours=1), "0000000b")
+    look_alike = f"kip714-{label}-expired-by-name-only"
+    plain = unique("plain")
+    cleanup.extend([expired, current, look_alike, plain])
+    for name in (expired, current, look_alike, plain):
+        admin.upsert(Subscription.from_spec(name, block=True, match=nobody()))
+
+    clock = ManualClock(now)
+    assert expired in admin.reap(now=clock.now(), dry_run=True)
+    assert expired in admin.list_names()  # dry run changed nothing
+
+    deleted = admin.reap(now=clock.now())
+    assert expired in deleted
+    assert not {current, look_alike, plain} & set(deleted)
+    remaining = set(admin.list_names())
+    assert expired not in remaining
+    assert {current, look_alike, plain} <= remaining
+
+    clock.advance(timedelta(hours=1))  # exactly at the expiry: the window is over
+    assert current in admin.reap(now=clock.now())
+    assert {look_alike, plain} <= set(admin.list_names())
+
+
+def test_sasl_connection_from_extra_and_wrong_password(kafka_cluster: LocalKafkaCluster) -> None:
+    if kafka_cluster.sasl_bootstrap_servers is None:
+        pytest.fail("the session cluster has no SASL listener")
+    user = sorted(kafka_cluster.sasl_users)[0]
+    extra = kafka_cluster.client_config(sasl_user=user)
+    with ClientMetricsAdmin(to_kafka_python_kwargs(extra)) as sasl_admin:
+        ok, message = sasl_admin.test_connection()
+    assert ok, message
+
+    wrong = {**extra, "sasl.password": "not-the-password", "socket.connection.setup.timeout.ms": 8000}
+    with (
+        ClientMetricsAdmin(to_kafka_python_kwargs(wrong)) as bad_admin,
+        pytest.raises(ClusterUnreachableError) as caught,
+    ):
+        bad_admin.list_names()
+    message = str(caught.value)
+    assert kafka_cluster.sasl_bootstrap_servers in message
+    assert "not-the-password" not in message
+    assert "SASL_PLAINTEXT" in message
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*KIP714, "subscriptions", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=REPO_ROOT,
+        env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
+    )
+
+
+def test_cli_window_add_describe_list_delete(
+    kafka_cluster: LocalKafkaCluster, admin: ClientMetricsAdmin
+) -> None:
+    server = ["--bootstrap-server", kafka_cluster.bootstrap_servers]
+    label = unique("cli")
+    added = run_cli(
+        "add", *server, "--window", "30m", "--label", label, "--metrics", "org.apache.kafka.producer.",
+        "--interval", "1000", "--match", nobody(), "--json",
+    )  # fmt: skip
+    assert added.returncode == 0, added.stderr
+    payload = json.loads(added.stdout)
+    name = payload["name"]
+    try:
+        window = parse_window_name(name)
+        assert window.label == label
+        assert timedelta(minutes=29) < window.expires_at - datetime.now(UTC) <= timedelta(minutes=30)
+        assert payload["outcome"] == "created"
+
+        listed = run_cli("list", *server, "--json")
+        assert listed.returncode == 0 and name in json.loads(listed.stdout)
+        described = run_cli("describe", *server, "--name", name)
+        assert described.returncode == 0
+        assert (
+            "interval.ms=1000" in described.stdout
+            and "metrics=org.apache.kafka.producer." in described.stdout
+        )
+
+        altered = run_cli(
+            "alter", *server, "--name", name, "--add-metrics", "org.apache.kafka.consumer.", "--json"
+        )
+        assert altered.returncode == 0, altered.stderr
+        assert set(json.loads(altered.stdout)["metrics"]) == {
+            "org.apache.kafka.producer.",
+            "org.apache.kafka.consumer.",
+        }
+    finally:
+        deleted = run_cli("delete", *server, "--name", name)
+    assert deleted.returncode == 0 and deleted.stdout.startswith("deleted")
+    again = run_cli("delete", *server, "--name", name)
+    assert again.returncode == 0 and "not found" in again.stdout
+    assert name not in admin.list_names()
+
+
+def test_cli_command_config_sasl(kafka_cluster: LocalKafkaCluster, tmp_path: Path) -> None:
+    user = sorted(kafka_cluster.sasl_users)[0]
+    properties = tmp_path / "admin.properties"
+    properties.write_text(
+        "security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\n"
+        "sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required "
+        f'username="{user}" password="{kafka_cluster.sasl_users[user]}";\n'
+    )
+    assert kafka_cluster.sasl_bootstrap_servers is not None
+    listed = run_cli(
+        "list",
+        "--bootstrap-server",
+        kafka_cluster.sasl_bootstrap_servers,
+        "--command-config",
+        str(properties),
+    )
+    assert listed.returncode == 0, listed.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["add", "--name", "x", "--interval", "50"], "interval.ms: must be between 100 and 3600000"),
+        (["add", "--name", "x", "--match", "client_idd=x"], "match: unknown selector"),
+        (["add", "--window", "soon", "--block"], "--window: must be a duration"),
+        (
+            ["add", "--name", "x", "--metrics", "a.", "--block"],
+            "block: a blocking subscription has no metrics",
+        ),
+    ],
+)
+def test_cli_bad_spec_fails_with_one_line_before_connecting(args: list[str], expected: str) -> None:
+    result = run_cli(*args, "--bootstrap-server", "127.0.0.1:1")
+    assert result.returncode != 0
+    assert expected in result.stderr
+    assert "Traceback" not in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_cli_unreachable_cluster_fails_with_one_line() -> None:
+    result = run_cli("list", "--bootstrap-server", "127.0.0.1:1", "--command-config", "/dev/null")
+    assert result.returncode != 0
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert "cannot reach Kafka at 127.0.0.1:1" in lines[0]
