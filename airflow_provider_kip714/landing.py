@@ -1,0 +1,438 @@
+"""Land the telemetry topic into the Parquet landing zone, exactly once, using both cores on backlogs.
+
+The main process consumes (partitions assigned explicitly, no consumer group offsets) and cuts the
+stream into per-partition chunks; decoding and Parquet writing of a chunk run in a worker process
+(``stage_records``), which leaves temp files; the main process commits chunks strictly in the order
+it cut them, so a partition's landed offsets never have holes. See ``landing_zone`` for the crash
+protocol and ``docs/telemetry-landing.md`` for the layout.
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+import multiprocessing
+import os
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import Executor, Future, ProcessPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+import pyarrow as pa
+from confluent_kafka import Consumer, KafkaError, Message, TopicPartition
+
+from airflow_provider_kip714.exceptions import LandingError
+from airflow_provider_kip714.landing_schema import QUARANTINE_SCHEMA, RAW_SCHEMA, STRING_MAP
+from airflow_provider_kip714.landing_zone import ChunkId, LandingZone, StagedChunk
+from airflow_provider_kip714.otlp_decoder import VALUE_FORMATS, TopicRecord, ValueFormat, decode_batch
+
+log = logging.getLogger(__name__)
+
+DEFAULT_CHUNK_RECORDS: Final = 20_000
+DEFAULT_CHUNK_INTERVAL_S: Final = 5.0
+# Below this many records to land, worker start-up costs more than it saves.
+PARALLEL_THRESHOLD_RECORDS: Final = 20_000
+CONSUME_BATCH: Final = 2_000
+
+
+# --------------------------------------------------------------------------------------------------
+# tables
+
+
+def _headers_map(records: Sequence[TopicRecord]) -> pa.Array:
+    offsets = [0]
+    keys: list[str] = []
+    values: list[str | None] = []
+    for record in records:
+        for name, raw in record.headers or ():
+            keys.append(name)
+            values.append(None if raw is None else raw.decode("utf-8", errors="replace"))
+        offsets.append(len(keys))
+    return pa.MapArray.from_arrays(
+        pa.array(offsets, type=pa.int32()),
+        pa.array(keys, type=pa.string()),
+        pa.array(values, type=pa.string()),
+        type=STRING_MAP,
+    )
+
+
+def raw_table(records: Sequence[TopicRecord]) -> pa.Table:
+    """One row per record, bytes as received (the source of truth and the resume point)."""
+    return pa.Table.from_arrays(
+        [
+            pa.array([r.topic for r in records], type=pa.string()),
+            pa.array([r.partition for r in records], type=pa.int32()),
+            pa.array([r.offset for r in records], type=pa.int64()),
+            pa.array([r.timestamp_ms for r in records], type=pa.int64()).cast(
+                RAW_SCHEMA.field("timestamp").type
+            ),
+            pa.array([r.key for r in records], type=pa.binary()),
+            _headers_map(records),
+            pa.array([r.value for r in records], type=pa.binary()),
+        ],
+        schema=RAW_SCHEMA,
+    )
+
+
+def quarantine_table(records: Sequence[TopicRecord], failures: Sequence[tuple[int, str]]) -> pa.Table:
+    bad = [records[index] for index, _ in failures]
+    raw = raw_table(bad)
+    now_ms = int(time.time() * 1000)
+    return pa.Table.from_arrays(
+        [
+            *raw.columns,
+            pa.array([reason for _, reason in failures], type=pa.string()),
+            pa.array([now_ms] * len(bad), type=pa.int64()).cast(
+                QUARANTINE_SCHEMA.field("quarantined_at").type
+            ),
+        ],
+        schema=QUARANTINE_SCHEMA,
+    )
+
+
+def stage_records(
+    zone_root: str, topic: str, fsync: bool, value_format: ValueFormat, records: Sequence[TopicRecord]
+) -> StagedChunk:
+    """Decode one partition's consecutive records and write them as a staged chunk (worker-safe)."""
+    zone = LandingZone(zone_root, topic, fsync=fsync)
+    chunk = ChunkId(records[0].partition, records[0].offset, records[-1].offset)
+    decoded = decode_batch(records, value_format)
+    return zone.stage(
+        chunk,
+        raw_table(records),
+        decoded.datapoints,
+        quarantine_table(records, decoded.failures),
+        points=decoded.datapoints.num_rows,
+        last_timestamp_ms=records[-1].timestamp_ms,
+    )
+
+
+# --------------------------------------------------------------------------------------------------
+# the run
+
+
+@dataclass
+class PartitionProgress:
+    end_offset: int | None = None  # exclusive; None when following
+
+
+@dataclass
+class LandingResult:
+    """What one run landed; ``partitions`` maps partition -> (first, last) offset landed by this run."""
+
+    topic: str
+    out_dir: str
+    records: int = 0
+    points: int = 0
+    quarantined: int = 0
+    chunks: int = 0
+    elapsed_s: float = 0.0
+    stop_reason: str = ""
+    partitions: dict[int, tuple[int, int]] = field(default_factory=dict)
+    skipped_by_retention: dict[int, int] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "topic": self.topic,
+            "out_dir": self.out_dir,
+            "records": self.records,
+            "points": self.points,
+            "quarantined": self.quarantined,
+            "chunks": self.chunks,
+            "elapsed_s": round(self.elapsed_s, 3),
+            "stop_reason": self.stop_reason,
+            "partitions": {str(p): list(r) for p, r in sorted(self.partitions.items())},
+            "skipped_by_retention": {str(p): n for p, n in sorted(self.skipped_by_retention.items())},
+        }
+
+
+class _InlineExecutor(Executor):
+    """Runs jobs at submit time; used for small runs where worker start-up would dominate."""
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
+        future: Future[Any] = Future()
+        try:
+            future.set_result(fn(*args, **kwargs))
+        except BaseException as err:
+            future.set_exception(err)
+        return future
+
+
+def consumer_config_for_landing(base_config: dict[str, Any]) -> dict[str, Any]:
+    """Explicit assignment, no commits: progress lives in the landing zone, not in a consumer group."""
+    config = dict(base_config)
+    config.setdefault("group.id", "kip714-landing")
+    config.update(
+        {
+            "enable.auto.commit": False,
+            "enable.auto.offset.store": False,
+            "enable.partition.eof": False,
+        }
+    )
+    config.setdefault("auto.offset.reset", "earliest")
+    config.setdefault("fetch.max.bytes", 64 * 1024 * 1024)
+    config.setdefault("queued.max.messages.kbytes", 262144)
+    return config
+
+
+class TopicLander:
+    """One landing run over a topic; see ``land_topic`` for the knobs."""
+
+    def __init__(
+        self,
+        consumer_config: dict[str, Any],
+        topic: str,
+        out_dir: str | os.PathLike[str],
+        *,
+        max_records: int | None = None,
+        timeout_s: float | None = None,
+        follow: bool = False,
+        value_format: ValueFormat = "otlp_proto",
+        chunk_records: int = DEFAULT_CHUNK_RECORDS,
+        chunk_interval_s: float = DEFAULT_CHUNK_INTERVAL_S,
+        workers: int | None = None,
+        fsync: bool = True,
+        progress_interval_s: float = 10.0,
+        metadata_timeout_s: float = 15.0,
+    ) -> None:
+        if value_format not in VALUE_FORMATS:
+            raise LandingError(f"value_format: must be one of {VALUE_FORMATS} (got {value_format!r})")
+        if max_records is not None and max_records < 1:
+            raise LandingError(f"max_records: must be a positive integer (got {max_records!r})")
+        if timeout_s is not None and timeout_s <= 0:
+            raise LandingError(f"timeout_s: must be positive (got {timeout_s!r})")
+        if chunk_records < 1:
+            raise LandingError(f"chunk_records: must be a positive integer (got {chunk_records!r})")
+        if follow and max_records is None and timeout_s is None:
+            raise LandingError("follow: needs max_records or timeout_s, or the run never ends")
+        self.consumer_config = consumer_config_for_landing(consumer_config)
+        self.topic = topic
+        self.zone = LandingZone(out_dir, topic, fsync=fsync)
+        self.max_records = max_records
+        self.timeout_s = timeout_s
+        self.follow = follow
+        self.value_format = value_format
+        self.chunk_records = chunk_records
+        self.chunk_interval_s = chunk_interval_s
+        self.workers = min(2, os.cpu_count() or 1) if workers is None else workers
+        self.fsync = fsync
+        self.progress_interval_s = progress_interval_s
+        self.metadata_timeout_s = metadata_timeout_s
+
+    def run(self) -> LandingResult:
+        with self.zone.lock():
+            self.zone.prepare()
+            next_offsets = self.zone.recover()
+            consumer = Consumer(self.consumer_config)
+            try:
+                return self._run(consumer, next_offsets)
+            finally:
+                consumer.close()
+
+    # ---- internals -----------------------------------------------------------------------------
+
+    def _plan(
+        self, consumer: Consumer, next_offsets: dict[int, int], result: LandingResult
+    ) -> dict[int, PartitionProgress]:
+        metadata = consumer.list_topics(self.topic, timeout=self.metadata_timeout_s)
+        topic_metadata = metadata.topics.get(self.topic)
+        if topic_metadata is None or topic_metadata.error is not None:
+            reason = "not found" if topic_metadata is None else str(topic_metadata.error)
+            raise LandingError(f"topic: {self.topic!r} cannot be read ({reason})")
+        plan: dict[int, PartitionProgress] = {}
+        assignment: list[TopicPartition] = []
+        backlog = 0
+        for partition in sorted(topic_metadata.partitions):
+            low, high = consumer.get_watermark_offsets(
+                TopicPartition(self.topic, partition), timeout=self.metadata_timeout_s, cached=False
+            )
+            start = next_offsets.get(partition, low)
+            if start < low:
+                result.skipped_by_retention[partition] = low - start
+                log.warning(
+                    "partition %d: offsets %d..%d were deleted by retention before landing",
+                    partition,
+                    start,
+                    low - 1,
+                )
+                start = low
+            end = None if self.follow else high
+            plan[partition] = PartitionProgress(end_offset=end)
+            if end is None or start < end:
+                assignment.append(TopicPartition(self.topic, partition, start))
+                backlog += 0 if end is None else end - start
+        if assignment:
+            consumer.assign(assignment)
+        log.info(
+            "landing %s -> %s: %d partitions, %d assigned, %s",
+            self.topic,
+            self.zone.root,
+            len(plan),
+            len(assignment),
+            "following" if self.follow else f"{backlog} records up to the end offsets read now",
+        )
+        self._backlog = backlog
+        self._pending_partitions = {tp.partition for tp in assignment}
+        return plan
+
+    def _make_executor(self) -> Executor:
+        use_pool = self.workers > 1 and (self.follow or self._backlog >= PARALLEL_THRESHOLD_RECORDS)
+        if not use_pool:
+            return _InlineExecutor()
+        context = multiprocessing.get_context("forkserver")
+        return ProcessPoolExecutor(max_workers=self.workers, mp_context=context)
+
+    def _run(self, consumer: Consumer, next_offsets: dict[int, int]) -> LandingResult:
+        started = time.monotonic()
+        result = LandingResult(topic=self.topic, out_dir=str(self.zone.root))
+        plan = self._plan(consumer, next_offsets, result)
+        deadline = None if self.timeout_s is None else started + self.timeout_s
+        buffers: dict[int, list[TopicRecord]] = collections.defaultdict(list)
+        buffered = 0
+        taken = 0
+        in_flight: collections.deque[Future[StagedChunk]] = collections.deque()
+        max_in_flight = max(2, 2 * self.workers)
+        last_flush = time.monotonic()
+        last_progress = started
+        stop_reason = ""
+        executor = self._make_executor()
+        try:
+            while True:
+                if not self.follow and not self._pending_partitions:
+                    stop_reason = "reached the end offsets read at the start"
+                elif self.max_records is not None and taken >= self.max_records:
+                    stop_reason = f"max_records={self.max_records} reached"
+                elif deadline is not None and time.monotonic() >= deadline:
+                    stop_reason = f"timeout_s={self.timeout_s} reached"
+                if stop_reason:
+                    break
+                messages = consumer.consume(num_messages=CONSUME_BATCH, timeout=0.2)
+                for message in messages:
+                    record = self._accept(message, plan)
+                    if record is None:
+                        continue
+                    buffers[record.partition].append(record)
+                    buffered += 1
+                    taken += 1
+                    if self.max_records is not None and taken >= self.max_records:
+                        break
+                now = time.monotonic()
+                if buffered and (buffered >= self.chunk_records or now - last_flush >= self.chunk_interval_s):
+                    self._flush(buffers, executor, in_flight)
+                    buffered = 0
+                    last_flush = now
+                self._commit_ready(in_flight, result, plan, block=len(in_flight) > max_in_flight)
+                if now - last_progress >= self.progress_interval_s:
+                    self._log_progress(result, started, buffered)
+                    last_progress = now
+            if buffered:
+                self._flush(buffers, executor, in_flight)
+            while in_flight:
+                self._commit_ready(in_flight, result, plan, block=True)
+        except BaseException:
+            # Never commit after a failure: staged temp files are removed by the next run's recover().
+            for future in in_flight:
+                future.cancel()
+            raise
+        finally:
+            executor.shutdown(wait=True, cancel_futures=True)
+        result.elapsed_s = time.monotonic() - started
+        result.stop_reason = stop_reason
+        self._log_progress(result, started, 0, final=True)
+        return result
+
+    def _accept(self, message: Message, plan: dict[int, PartitionProgress]) -> TopicRecord | None:
+        error = message.error()
+        if error is not None:
+            if error.code() == KafkaError._PARTITION_EOF:
+                return None
+            if error.retriable() or not error.fatal():
+                log.warning("consumer: %s", error)
+                return None
+            raise LandingError(f"consumer: {error}")
+        partition = message.partition()
+        offset = message.offset()
+        progress = plan[partition]
+        if progress.end_offset is not None:
+            if offset >= progress.end_offset:
+                self._pending_partitions.discard(partition)
+                return None
+            if offset >= progress.end_offset - 1:
+                self._pending_partitions.discard(partition)
+        _, timestamp_ms = message.timestamp()
+        return TopicRecord(
+            self.topic,
+            partition,
+            offset,
+            max(timestamp_ms, 0),
+            message.key(),
+            message.headers(),
+            message.value(),
+        )
+
+    def _flush(
+        self,
+        buffers: dict[int, list[TopicRecord]],
+        executor: Executor,
+        in_flight: collections.deque[Future[StagedChunk]],
+    ) -> None:
+        for partition in sorted(buffers):
+            records = buffers[partition]
+            if records:
+                in_flight.append(
+                    executor.submit(
+                        stage_records, str(self.zone.root), self.topic, self.fsync, self.value_format, records
+                    )
+                )
+        buffers.clear()
+
+    def _commit_ready(
+        self,
+        in_flight: collections.deque[Future[StagedChunk]],
+        result: LandingResult,
+        plan: dict[int, PartitionProgress],
+        *,
+        block: bool,
+    ) -> None:
+        while in_flight and (block or in_flight[0].done()):
+            staged = in_flight.popleft().result()
+            block = False
+            self.zone.commit(staged)
+            result.records += staged.records
+            result.points += staged.points
+            result.quarantined += staged.quarantined
+            result.chunks += 1
+            chunk = staged.chunk
+            first, _ = result.partitions.get(chunk.partition, (chunk.first_offset, chunk.last_offset))
+            result.partitions[chunk.partition] = (first, chunk.last_offset)
+
+    def _log_progress(
+        self, result: LandingResult, started: float, buffered: int, *, final: bool = False
+    ) -> None:
+        elapsed = max(time.monotonic() - started, 1e-9)
+        log.info(
+            "%s %s: %d records (%d points, %d quarantined) in %d chunks, %.0f records/s, %.0f points/s%s",
+            "landed" if final else "landing",
+            self.topic,
+            result.records,
+            result.points,
+            result.quarantined,
+            result.chunks,
+            result.records / elapsed,
+            result.points / elapsed,
+            f", {buffered} buffered" if buffered else "",
+        )
+
+
+def land_topic(
+    consumer_config: dict[str, Any], topic: str, out_dir: str | os.PathLike[str], **options: Any
+) -> LandingResult:
+    """Land ``topic`` into ``out_dir`` (see ``TopicLander`` for options); safe to rerun after any crash."""
+    return TopicLander(consumer_config, topic, out_dir, **options).run()
+
+
+def datapoints_uri(out_dir: str | os.PathLike[str]) -> str:
+    """The URI of a landing zone's datapoints (what the landing operator's Asset points at)."""
+    return Path(out_dir).resolve().joinpath("datapoints").as_uri()

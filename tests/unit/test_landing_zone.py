@@ -1,0 +1,118 @@
+"""The landing zone's crash protocol on disk: staged files, raw-last commits, recovery (no servers)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+from otlp_payloads import client_headers, producer_like_payload
+
+from airflow_provider_kip714.exceptions import LandingError
+from airflow_provider_kip714.landing import stage_records
+from airflow_provider_kip714.landing_zone import ChunkId, LandingZone
+from airflow_provider_kip714.otlp_decoder import TopicRecord
+
+TOPIC = "_client_telemetry"
+HOUR_MS = 3_600_000
+T0_MS = 1_763_798_400_000  # 2025-11-22T08:00:00Z
+
+
+def records(
+    partition: int, first: int, count: int, *, bad_every: int = 0, t0: int = T0_MS
+) -> list[TopicRecord]:
+    out = []
+    for offset in range(first, first + count):
+        value = (
+            b"\x07garbage" if bad_every and offset % bad_every == 0 else producer_like_payload(4, seed=offset)
+        )
+        out.append(TopicRecord(TOPIC, partition, offset, t0 + offset * 60_000, b"k", client_headers(), value))
+    return out
+
+
+def land(zone: LandingZone, batch: list[TopicRecord]):
+    staged = stage_records(str(zone.root), TOPIC, False, "otlp_proto", batch)
+    zone.commit(staged)
+    return staged
+
+
+def files(root: Path) -> list[str]:
+    return sorted(str(path.relative_to(root)) for path in root.rglob("*.parquet"))
+
+
+def test_chunk_names_round_trip() -> None:
+    chunk = ChunkId(3, 1200, 1699)
+    assert chunk.file_name == "p00003-00000000000000001200-00000000000000001699.parquet"
+    assert ChunkId.from_file_name(chunk.file_name) == chunk
+    assert ChunkId.from_file_name("part-0.parquet") is None
+
+
+def test_committed_chunk_lands_raw_datapoints_and_quarantine_by_hour(tmp_path: Path) -> None:
+    zone = LandingZone(tmp_path, TOPIC, fsync=False)
+    zone.prepare()
+    batch = records(0, 0, 90, bad_every=10)  # one record a minute: spans two hours
+    staged = land(zone, batch)
+    assert (staged.records, staged.quarantined, staged.points) == (90, 9, 81 * 4)
+    name = "p00000-00000000000000000000-00000000000000000089.parquet"
+    assert files(tmp_path) == [
+        f"datapoints/date=2025-11-22/hour=08/{name}",
+        f"datapoints/date=2025-11-22/hour=09/{name}",
+        f"quarantine/{name}",
+        f"raw/{name}",
+    ]
+    raw = pq.read_table(tmp_path / "raw" / name)
+    assert raw.column("offset").to_pylist() == list(range(90))
+    assert raw.column("value").to_pylist()[1] == batch[1].value
+    quarantine = pq.read_table(tmp_path / "quarantine" / name)
+    assert quarantine.column("offset").to_pylist() == list(range(0, 90, 10))
+    assert all(reason.startswith("not OTLP protobuf") for reason in quarantine.column("reason").to_pylist())
+    hour8 = pq.read_table(tmp_path / "datapoints/date=2025-11-22/hour=08" / name)
+    assert set(hour8.column("hour").to_pylist()) == {8} and hour8.num_rows == 54 * 4
+    assert zone.recover() == {0: 90}
+
+
+def test_recover_drops_uncommitted_chunks_and_temp_files(tmp_path: Path) -> None:
+    zone = LandingZone(tmp_path, TOPIC, fsync=False)
+    zone.prepare()
+    land(zone, records(0, 0, 10))
+    land(zone, records(1, 0, 5))
+    staged = stage_records(str(tmp_path), TOPIC, False, "otlp_proto", records(0, 10, 10, bad_every=3))
+    # crash after the datapoint/quarantine files were renamed but before the raw file was
+    for staged_file in staged.files[:-1]:
+        staged_file.temp_path.replace(staged_file.final_path)
+    # and another chunk that only got as far as temp files
+    stage_records(str(tmp_path), TOPIC, False, "otlp_proto", records(1, 5, 5))
+    assert any(".tmp-" in path.name for path in tmp_path.rglob("*"))
+    assert zone.recover() == {0: 10, 1: 5}
+    assert not any(".tmp-" in path.name for path in tmp_path.rglob("*"))
+    assert all("-00000000000000000019.parquet" not in name for name in files(tmp_path))
+    # landing the same offsets again with other chunk boundaries leaves exactly one copy of each
+    land(zone, records(0, 10, 4))
+    land(zone, records(0, 14, 6))
+    offsets = []
+    for path in sorted((tmp_path / "datapoints").rglob("p00000-*.parquet")):
+        offsets.extend(pq.read_table(path).column("offset").to_pylist())
+    assert sorted(set(offsets)) == list(range(20)) and len(offsets) == 20 * 4
+    assert zone.recover() == {0: 20, 1: 5}
+
+
+def test_overlapping_raw_chunks_are_reported(tmp_path: Path) -> None:
+    zone = LandingZone(tmp_path, TOPIC, fsync=False)
+    zone.prepare()
+    land(zone, records(0, 0, 10))
+    land(zone, records(0, 5, 10))
+    with pytest.raises(LandingError, match="overlap"):
+        zone.recover()
+
+
+def test_zone_belongs_to_one_topic_and_one_writer(tmp_path: Path) -> None:
+    LandingZone(tmp_path, TOPIC).prepare()
+    with pytest.raises(LandingError, match="landing zone of topic"):
+        LandingZone(tmp_path, "other").prepare()
+    zone = LandingZone(tmp_path, TOPIC)
+    with (
+        zone.lock(),
+        pytest.raises(LandingError, match="another landing run"),
+        LandingZone(tmp_path, TOPIC).lock(),
+    ):
+        pass
