@@ -93,6 +93,12 @@ final class BrokerMetricsCollector {
         histogram.record(millis);
     }
 
+    /** Pushes timed so far for one client instance (0 when unknown). */
+    long collectExportTimeCount(String clientInstanceId) {
+        ExportTimeHistogram histogram = exportTimes.get(clientInstanceId);
+        return histogram == null ? 0 : histogram.count();
+    }
+
     int followedSeries() {
         return series.size();
     }
