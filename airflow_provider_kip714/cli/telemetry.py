@@ -1,0 +1,198 @@
+"""``kip714 telemetry land|tail``: land the telemetry topic as Parquet, or watch the latest values live.
+
+``land`` is the same exactly-once landing the Airflow operator runs; rerun it after any crash.
+``tail`` prints, every few seconds, the latest value per client and metric seen since it started.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from airflow_provider_kip714.exceptions import Kip714Error
+from airflow_provider_kip714.kafka_python_config import java_client_properties_to_extra, read_java_properties
+from airflow_provider_kip714.landing import DEFAULT_CHUNK_INTERVAL_S, DEFAULT_CHUNK_RECORDS, land_topic
+from airflow_provider_kip714.otlp_decoder import VALUE_FORMATS
+from airflow_provider_kip714.topic_contract import DEFAULT_TELEMETRY_TOPIC
+
+
+def _connection_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("connection (one of --bootstrap-server or --conn-id)")
+    group.add_argument("--bootstrap-server", help="host:port[,host:port] of the Kafka cluster")
+    group.add_argument("--command-config", type=Path, help="Java .properties file with client settings")
+    group.add_argument("--conn-id", help="Airflow connection id whose extra is the librdkafka config")
+    parser.add_argument(
+        "--topic", default=DEFAULT_TELEMETRY_TOPIC, help="telemetry topic (default %(default)s)"
+    )
+    parser.add_argument(
+        "--value-format",
+        choices=VALUE_FORMATS,
+        default="otlp_proto",
+        help="record value encoding (default %(default)s; auto = JSON when it starts with '{')",
+    )
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("telemetry", help="land or watch the KIP-714 telemetry topic")
+    commands = parser.add_subparsers(dest="telemetry_command", required=True, metavar="ACTION")
+
+    land = commands.add_parser("land", help="land the topic into a Parquet landing zone, exactly once")
+    _connection_options(land)
+    land.add_argument("--out", required=True, type=Path, help="landing zone directory (one per topic)")
+    land.add_argument("--max-records", type=int, help="stop after landing this many records")
+    land.add_argument("--timeout-s", type=float, help="stop after this many seconds")
+    land.add_argument(
+        "--follow", action="store_true", help="keep landing new records (needs --max-records or --timeout-s)"
+    )
+    land.add_argument("--chunk-records", type=int, default=DEFAULT_CHUNK_RECORDS, help="records per chunk")
+    land.add_argument(
+        "--chunk-interval-s",
+        type=float,
+        default=DEFAULT_CHUNK_INTERVAL_S,
+        help="cut a chunk at least this often",
+    )
+    land.add_argument("--workers", type=int, help="decoding processes (default: up to 2 cores)")
+    land.add_argument("--no-fsync", action="store_true", help="skip fsync (faster; unsafe on power loss)")
+    land.add_argument("--json", action="store_true", help="print the result as JSON")
+    land.set_defaults(func=_run_land)
+
+    tail = commands.add_parser("tail", help="live view of the latest value per client and metric")
+    _connection_options(tail)
+    tail.add_argument("--from-beginning", action="store_true", help="start at the earliest record")
+    tail.add_argument("--metric", action="append", help="only metrics starting with this prefix (repeatable)")
+    tail.add_argument("--client-id", help="only clients whose client_id matches this regex (whole value)")
+    tail.add_argument("--refresh-s", type=float, default=5.0, help="seconds between screens")
+    tail.add_argument("--duration-s", type=float, help="stop after this many seconds (default: until Ctrl-C)")
+    tail.set_defaults(func=_run_tail)
+
+
+def client_config_from_args(args: argparse.Namespace) -> tuple[dict[str, Any] | None, str | None]:
+    """Return (explicit librdkafka config, None) or (None, Airflow connection id)."""
+    if args.conn_id and (args.bootstrap_server or args.command_config):
+        raise Kip714Error("--conn-id: cannot be combined with --bootstrap-server or --command-config")
+    if args.conn_id:
+        return None, args.conn_id
+    if not args.bootstrap_server:
+        raise Kip714Error("--bootstrap-server: required unless --conn-id is given")
+    config: dict[str, Any] = {"bootstrap.servers": args.bootstrap_server}
+    if args.command_config:
+        try:
+            text = args.command_config.read_text(encoding="utf-8")
+        except OSError as err:
+            raise Kip714Error(f"--command-config: cannot read {args.command_config}: {err}") from err
+        config.update(java_client_properties_to_extra(read_java_properties(text)))
+    return config, None
+
+
+def _hook(args: argparse.Namespace):  # -> TelemetryTopicHook (imported lazily: Airflow is slow to import)
+    from airflow_provider_kip714.hooks.telemetry_topic import TelemetryTopicHook
+
+    config, conn_id = client_config_from_args(args)
+    if conn_id is not None:
+        return TelemetryTopicHook(kafka_config_id=conn_id, topic=args.topic, value_format=args.value_format)
+    return TelemetryTopicHook(config=config, topic=args.topic, value_format=args.value_format)
+
+
+def _run_land(args: argparse.Namespace) -> int:
+    config, conn_id = client_config_from_args(args)
+    if conn_id is not None:
+        config = _hook(args).client_config()
+    assert config is not None
+    result = land_topic(
+        config,
+        args.topic,
+        args.out,
+        max_records=args.max_records,
+        timeout_s=args.timeout_s,
+        follow=args.follow,
+        value_format=args.value_format,
+        chunk_records=args.chunk_records,
+        chunk_interval_s=args.chunk_interval_s,
+        workers=args.workers,
+        fsync=not args.no_fsync,
+    )
+    if args.json:
+        print(json.dumps(result.as_dict(), indent=2))
+    else:
+        print(
+            f"landed {result.records} records ({result.points} datapoints, {result.quarantined} quarantined) "
+            f"from {args.topic} into {args.out} in {result.elapsed_s:.1f}s: {result.stop_reason}"
+        )
+    return 0
+
+
+def _format_value(row: dict[str, Any]) -> str:
+    if row.get("value_int") is not None:
+        return str(row["value_int"])
+    value = row.get("value")
+    if value is None:
+        return "-"
+    text = f"{value:.6g}"
+    if row.get("count") is not None:
+        text += f" (mean of {row['count']})"
+    return text
+
+
+def render_latest(latest: dict[tuple[str, str], dict[str, Any]], now: datetime) -> str:
+    """A readable table of the latest value per (client, metric + attributes)."""
+    lines = [f"kip714 telemetry tail - {now:%Y-%m-%d %H:%M:%S} UTC - {len(latest)} series"]
+    by_client: dict[str, list[tuple[str, dict[str, Any]]]] = {}
+    for (client, series), row in latest.items():
+        by_client.setdefault(client, []).append((series, row))
+    for client in sorted(by_client):
+        first = by_client[client][0][1]
+        software = f"{first.get('client_software_name') or '?'} {first.get('client_software_version') or ''}"
+        lines.append(f"\n{client}  [{software.strip()}]  instance {first.get('client_instance_id') or '-'}")
+        for series, row in sorted(by_client[client]):
+            kind = row["metric_type"] + (f"/{row['temporality']}" if row.get("temporality") else "")
+            lines.append(f"  {series:<70} {_format_value(row):>20}  {kind}")
+    return "\n".join(lines)
+
+
+def _series_name(row: dict[str, Any]) -> str:
+    attributes = row.get("attributes") or []
+    labels = ",".join(f"{k}={v}" for k, v in sorted(attributes))
+    return row["metric_name"] + (f"{{{labels}}}" if labels else "")
+
+
+def _wanted(row: dict[str, Any], prefixes: Iterable[str] | None, client_pattern: Any) -> bool:
+    if prefixes and not any(row["metric_name"].startswith(prefix) for prefix in prefixes):
+        return False
+    return client_pattern is None or client_pattern.fullmatch(row.get("client_id") or "") is not None
+
+
+def _run_tail(args: argparse.Namespace) -> int:
+    import re
+
+    hook = _hook(args)
+    client_pattern = re.compile(args.client_id) if args.client_id else None
+    latest: dict[tuple[str, str], dict[str, Any]] = {}
+    started = time.monotonic()
+    next_screen = started + args.refresh_s
+    records = hook.iter_records(
+        "earliest" if args.from_beginning else "latest", timeout_s=args.duration_s, stop_at_end=False
+    )
+    try:
+        for decoded in records:
+            for row in decoded.rows:
+                if not _wanted(row, args.metric, client_pattern):
+                    continue
+                client = row.get("client_id") or (
+                    f"broker-{row['node_id']}" if row["record_type"] == "broker" else "?"
+                )
+                latest[(client, _series_name(row))] = row
+            if time.monotonic() >= next_screen:
+                print(render_latest(latest, datetime.now(tz=UTC)), flush=True)
+                next_screen = time.monotonic() + args.refresh_s
+    except KeyboardInterrupt:
+        pass
+    finally:
+        records.close()
+    print(render_latest(latest, datetime.now(tz=UTC)), file=sys.stdout, flush=True)
+    return 0
