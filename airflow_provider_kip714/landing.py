@@ -13,6 +13,7 @@ import collections
 import logging
 import multiprocessing
 import os
+import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor, Future, ProcessPoolExecutor
@@ -107,6 +108,20 @@ def stage_records(
         points=decoded.datapoints.num_rows,
         last_timestamp_ms=records[-1].timestamp_ms,
     )
+
+
+def _exit_with_parent(parent_pid: int) -> None:
+    """Worker initializer: exit when the landing process dies (e.g. SIGKILL), instead of lingering."""
+
+    def watch() -> None:
+        while True:
+            time.sleep(1.0)
+            try:
+                os.kill(parent_pid, 0)
+            except ProcessLookupError:
+                os._exit(0)
+
+    threading.Thread(target=watch, name="kip714-parent-watch", daemon=True).start()
 
 
 # --------------------------------------------------------------------------------------------------
@@ -281,8 +296,14 @@ class TopicLander:
         use_pool = self.workers > 1 and (self.follow or self._backlog >= PARALLEL_THRESHOLD_RECORDS)
         if not use_pool:
             return _InlineExecutor()
-        context = multiprocessing.get_context("forkserver")
-        return ProcessPoolExecutor(max_workers=self.workers, mp_context=context)
+        # spawn, not fork: the consumer's librdkafka threads must not be forked mid-operation.
+        context = multiprocessing.get_context("spawn")
+        return ProcessPoolExecutor(
+            max_workers=self.workers,
+            mp_context=context,
+            initializer=_exit_with_parent,
+            initargs=(os.getpid(),),
+        )
 
     def _run(self, consumer: Consumer, next_offsets: dict[int, int]) -> LandingResult:
         started = time.monotonic()

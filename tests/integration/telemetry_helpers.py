@@ -1,0 +1,87 @@
+"""Helpers shared by the telemetry integration tests: topics, producing kip714 records, reading zones."""
+
+from __future__ import annotations
+
+import sys
+import uuid
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit"))
+
+from otlp_payloads import client_headers, producer_like_payload
+
+
+def create_topic(config: dict[str, Any], partitions: int, prefix: str = "telemetry") -> str:
+    topic = f"{prefix}-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient(config)
+    futures = admin.create_topics([NewTopic(topic, num_partitions=partitions, replication_factor=1)])
+    futures[topic].result(30)
+    return topic
+
+
+def produce_records(
+    config: dict[str, Any],
+    topic: str,
+    records: list[tuple[int, bytes | None, list[tuple[str, bytes]] | None]],
+) -> None:
+    """Produce (partition, value, headers) records; waits for every delivery."""
+    producer = Producer({**config, "enable.metrics.push": False, "linger.ms": 20})
+    failures: list[str] = []
+
+    def on_delivery(err, _msg) -> None:
+        if err is not None:
+            failures.append(str(err))
+
+    for index, (partition, value, headers) in enumerate(records):
+        producer.produce(
+            topic,
+            value=value,
+            key=f"key-{index}".encode(),
+            headers=headers,
+            partition=partition,
+            on_delivery=on_delivery,
+        )
+        if index % 10_000 == 0:
+            producer.poll(0)
+    assert producer.flush(60) == 0, "records left undelivered"
+    assert not failures, failures[:3]
+
+
+def good_records(
+    count: int, partitions: int, points: int = 6
+) -> list[tuple[int, bytes, list[tuple[str, bytes]]]]:
+    headers = client_headers()
+    return [
+        (index % partitions, producer_like_payload(points, seed=index), headers) for index in range(count)
+    ]
+
+
+def read_dir(directory: Path) -> Any:
+    files = sorted(path for path in directory.rglob("*.parquet") if not path.name.startswith("."))
+    tables = [pq.read_table(path) for path in files]
+    if not tables:
+        return None
+    import pyarrow as pa
+
+    return pa.concat_tables(tables)
+
+
+def offsets_by_partition(table: Any) -> dict[int, list[int]]:
+    result: dict[int, list[int]] = {}
+    for partition, offset in zip(
+        table.column("partition").to_pylist(), table.column("offset").to_pylist(), strict=True
+    ):
+        result.setdefault(partition, []).append(offset)
+    return {partition: sorted(offsets) for partition, offsets in result.items()}
+
+
+def points_per_offset(table: Any) -> Counter[tuple[int, int]]:
+    return Counter(
+        zip(table.column("partition").to_pylist(), table.column("offset").to_pylist(), strict=True)
+    )

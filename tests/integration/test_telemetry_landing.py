@@ -1,0 +1,164 @@
+"""Landing the telemetry topic from a real local Kafka: exactly once, across runs and a SIGKILL."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from telemetry_helpers import (
+    create_topic,
+    good_records,
+    offsets_by_partition,
+    points_per_offset,
+    produce_records,
+    read_dir,
+)
+
+from airflow_provider_kip714.hooks.telemetry_topic import TelemetryTopicHook
+from airflow_provider_kip714.landing import land_topic
+from airflow_provider_kip714.local_kafka.cluster import LocalKafkaCluster
+
+pytestmark = pytest.mark.integration
+
+
+def test_bounded_runs_land_each_record_once_and_resume(
+    kafka_cluster: LocalKafkaCluster, tmp_path: Path
+) -> None:
+    config = kafka_cluster.client_config()
+    topic = create_topic(config, partitions=6)
+    produce_records(config, topic, good_records(600, partitions=6, points=5))
+    out = tmp_path / "zone"
+
+    first = land_topic(config, topic, out, chunk_records=70, fsync=False, max_records=250)
+    assert first.records == 250 and first.stop_reason.startswith("max_records")
+    second = land_topic(config, topic, out, chunk_records=70, fsync=False)
+    assert second.records == 350 and second.points == 350 * 5
+    assert second.stop_reason == "reached the end offsets read at the start"
+    again = land_topic(config, topic, out, fsync=False)
+    assert again.records == 0
+
+    produce_records(config, topic, good_records(60, partitions=6, points=5))
+    third = land_topic(config, topic, out, fsync=False)
+    assert third.records == 60
+
+    raw = read_dir(out / "raw")
+    assert offsets_by_partition(raw) == {partition: list(range(110)) for partition in range(6)}
+    datapoints = read_dir(out / "datapoints")
+    assert datapoints.num_rows == 660 * 5
+    assert set(points_per_offset(datapoints).values()) == {5}
+    assert read_dir(out / "quarantine") is None
+
+
+def test_hook_iterates_decoded_records(kafka_cluster: LocalKafkaCluster) -> None:
+    config = kafka_cluster.client_config()
+    topic = create_topic(config, partitions=2)
+    produce_records(config, topic, [*good_records(4, partitions=2, points=3), (0, b"\x01\x02junk", None)])
+    hook = TelemetryTopicHook(config=config, topic=topic)
+    decoded = list(hook.iter_records("earliest", timeout_s=30))
+    assert len(decoded) == 5
+    good = [item for item in decoded if item.error is None]
+    assert len(good) == 4 and all(len(item.rows) == 3 for item in good)
+    assert all(row["offset"] == item.record.offset for item in good for row in item.rows)
+    (bad,) = [item for item in decoded if item.error is not None]
+    assert bad.error.startswith("missing headers")
+    assert list(hook.iter_records("latest", timeout_s=5)) == []
+
+
+def _children(pid: int) -> list[int]:
+    path = Path(f"/proc/{pid}/task/{pid}/children")
+    return [int(text) for text in path.read_text().split()] if path.exists() else []
+
+
+def _wait_gone(pids: list[int], timeout_s: float) -> list[int]:
+    deadline = time.monotonic() + timeout_s
+    alive = list(pids)
+    while alive and time.monotonic() < deadline:
+        alive = [pid for pid in alive if Path(f"/proc/{pid}").exists() and "Z" not in _state(pid)]
+        time.sleep(0.2)
+    return alive
+
+
+def _state(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0]
+    except OSError:
+        return "Z"
+
+
+def _land_command(bootstrap: str, topic: str, out: Path, *extra: str) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "airflow_provider_kip714.cli.main",
+        "telemetry",
+        "land",
+        "--bootstrap-server",
+        bootstrap,
+        "--topic",
+        topic,
+        "--out",
+        str(out),
+        *extra,
+    ]
+
+
+def test_sigkill_mid_landing_then_rerun_has_no_duplicates_or_gaps(
+    kafka_cluster: LocalKafkaCluster, tmp_path: Path
+) -> None:
+    config = kafka_cluster.client_config()
+    topic = create_topic(config, partitions=3)
+    total = 30_000
+    produce_records(config, topic, good_records(total, partitions=3, points=4))
+    out = tmp_path / "zone"
+    env = {**os.environ, "PYTHONWARNINGS": "ignore"}
+    child = subprocess.Popen(
+        _land_command(
+            kafka_cluster.bootstrap_servers, topic, out, "--chunk-records", "600", "--workers", "2"
+        ),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env=env,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and child.poll() is None:
+            if len(list((out / "raw").glob("p*.parquet"))) >= 6:
+                break
+            time.sleep(0.05)
+        assert child.poll() is None, f"landing finished before it could be killed: {child.stderr.read()!r}"
+        workers = _children(child.pid)
+        child.send_signal(signal.SIGKILL)
+        child.wait(30)
+        lingering = _wait_gone(workers, timeout_s=20)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait(30)
+    for pid in lingering:
+        os.kill(pid, signal.SIGKILL)
+    assert workers and not lingering, f"decode workers outlived the killed landing process: {lingering}"
+    landed_before = read_dir(out / "raw").num_rows
+    assert 0 < landed_before < total
+
+    rerun = subprocess.run(
+        _land_command(kafka_cluster.bootstrap_servers, topic, out, "--json"),
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        check=False,
+    )
+    assert rerun.returncode == 0, rerun.stderr
+    raw = read_dir(out / "raw")
+    per_partition = total // 3
+    assert offsets_by_partition(raw) == {p: list(range(per_partition)) for p in range(3)}
+    datapoints = read_dir(out / "datapoints")
+    counts = points_per_offset(datapoints)
+    assert len(counts) == total and set(counts.values()) == {4}
+    assert datapoints.num_rows == total * 4
+    assert not [path for path in out.rglob("*") if path.name.startswith(".tmp-")]
