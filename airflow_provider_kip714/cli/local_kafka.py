@@ -26,6 +26,7 @@ from airflow_provider_kip714.local_kafka.distribution import ensure_distribution
 from airflow_provider_kip714.local_kafka.launcher import (
     DEFAULT_READY_TIMEOUT_S,
     DEFAULT_STOP_TIMEOUT_S,
+    BrokerNotReadyError,
     broker_status,
     start_broker,
     stop_broker,
@@ -211,7 +212,11 @@ def run_start(args: argparse.Namespace) -> int:
 
 def run_status(args: argparse.Namespace) -> int:
     data_dir = _data_dir(args)
-    state = broker_status(data_dir)
+    try:
+        state = broker_status(data_dir)
+    except BrokerNotReadyError as err:
+        print(str(err), file=sys.stderr)
+        return EXIT_NOT_RUNNING
     if state is None:
         print(f"no local Kafka runs from {data_dir}", file=sys.stderr if args.json else sys.stdout)
         return EXIT_NOT_RUNNING

@@ -11,6 +11,7 @@ from airflow_provider_kip714.local_kafka.broker_config import BrokerSettings
 from airflow_provider_kip714.local_kafka.launcher import (
     DEFAULT_READY_TIMEOUT_S,
     DEFAULT_STOP_TIMEOUT_S,
+    BrokerNotReadyError,
     StopOutcome,
     broker_status,
     start_broker,
@@ -100,7 +101,10 @@ class LocalKafkaCluster:
         return config
 
     def is_running(self) -> bool:
-        return broker_status(self.data_dir) is not None
+        try:
+            return broker_status(self.data_dir) is not None
+        except BrokerNotReadyError:
+            return False
 
     def stop(self, timeout_s: float = DEFAULT_STOP_TIMEOUT_S) -> StopOutcome:
         outcome = stop_broker(self.data_dir, timeout_s)

@@ -293,16 +293,21 @@ def _wait_until_ready(
         time.sleep(0.5)
 
 
+class BrokerNotReadyError(LocalKafkaError):
+    """The JVM runs but has not been reported ready (still starting, or its start was interrupted)."""
+
+
 def broker_status(data_dir: Path) -> LocalKafkaState | None:
-    """The state of this data dir's broker when its process is alive, else ``None``."""
+    """The state of this data dir's ready broker, ``None`` when none runs; ``BrokerNotReadyError`` between."""
     layout = DataDirLayout(data_dir.resolve())
     pid = running_broker_pid(layout.pid_file, layout.server_properties)
     if pid is None:
         return None
     state = LocalKafkaState.read(layout.state_file)
     if state is None or state.pid != pid:
-        raise LocalKafkaError(
-            f"a broker (pid {pid}) runs from {layout.root} but is not ready yet or its state file is missing"
+        raise BrokerNotReadyError(
+            f"a broker (pid {pid}) runs from {layout.root} but is not ready (still starting?); "
+            f"see {layout.server_log}"
         )
     return state
 
