@@ -283,8 +283,10 @@ def generate_fleet(
                 continue
             members = [c for c, keep in zip(chunk, mask, strict=True) if keep]
             member_times = times[mask]
-            for name, kind, labels in catalogue:
-                level = rng.uniform(5, 500, size=(len(members), 1))
+            groups = np.array([int(c.client_id.rsplit("-", 1)[-1]) for c in members])
+            for metric_index, (name, kind, labels) in enumerate(catalogue):
+                # clients of one application (client_id) behave alike: the level depends on app and metric
+                level = (5 + (groups * 37 + metric_index * 11) % 100 * 5.0)[:, None]
                 values = np.abs(level + rng.normal(0, level * 0.05, size=member_times.shape))
                 starts = member_times - push_interval_seconds * NANOS if kind == "sum" else None
                 writer.write(

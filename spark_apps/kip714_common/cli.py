@@ -19,6 +19,7 @@ from kip714_common.errors import SparkAppInputError
 _DURATION = re.compile(r"^\s*(\d+)\s*(ms|s|m|h|d)?\s*$")
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 SECONDS_PER_HOUR = 3600
+DEFAULT_COUNTER_LOOKBACK = "10m"
 
 
 def parse_duration_seconds(field: str, text: str) -> int:
@@ -80,6 +81,12 @@ class CommonArgs:
     output: str
     interval: Interval
     metric_aliases: dict[str, str]
+    counter_lookback: timedelta
+
+    @property
+    def read_start(self) -> datetime:
+        """Where reading the landing zone starts: ``--start`` minus the counter lookback."""
+        return self.interval.start - self.counter_lookback
 
 
 def base_parser(description: str) -> argparse.ArgumentParser:
@@ -91,6 +98,11 @@ def base_parser(description: str) -> argparse.ArgumentParser:
     parser.add_argument("--end", required=True, help="interval end (exclusive), ISO-8601")
     parser.add_argument("--bucket", default="1m", help="time bucket dividing one hour, e.g. 1m (default)")
     parser.add_argument("--metric-aliases", default=None, help="JSON file {normalised name: common name}")
+    parser.add_argument(
+        "--counter-lookback",
+        default=DEFAULT_COUNTER_LOOKBACK,
+        help="read this much before --start so cumulative counters have a previous point (default 10m)",
+    )
     return parser
 
 
@@ -126,5 +138,8 @@ def parse_common(
         output=namespace.output.rstrip("/"),
         interval=interval,
         metric_aliases=_load_aliases(namespace.metric_aliases),
+        counter_lookback=timedelta(
+            seconds=parse_duration_seconds("--counter-lookback", namespace.counter_lookback)
+        ),
     )
     return namespace, common

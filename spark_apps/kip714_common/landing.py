@@ -91,6 +91,8 @@ def normalise(raw: DataFrame, metric_aliases: Mapping[str, str] | None = None) -
         F.timestamp_micros(F.floor(F.col("time") / 1000)).alias("ts"),
         F.timestamp_micros(F.floor(F.col("start_time") / 1000)).alias("start_ts"),
         F.coalesce(F.col("value"), F.col("value_int").cast("double")).alias("point_value"),
-        F.coalesce(F.col("node_id"), F.col("resource_attributes")["node_id"].cast("int")).alias("broker_node_id"),
+        F.coalesce(F.col("node_id"), F.col("resource_attributes")["node_id"].cast("int")).alias(
+            "broker_node_id"
+        ),
         F.coalesce(F.col("cluster_id"), F.col("resource_attributes")["cluster_id"]).alias("cluster_id"),
     )

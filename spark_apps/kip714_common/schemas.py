@@ -57,6 +57,7 @@ DATAPOINT_SCHEMA = _struct(
         ("resource_attributes", STRING_MAP),
         ("scope_name", StringType()),
         ("scope_version", StringType()),
+        ("scope_attributes", STRING_MAP),
         ("metric_name", StringType()),
         ("metric_unit", StringType()),
         ("metric_type", StringType()),

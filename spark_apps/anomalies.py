@@ -1,0 +1,320 @@
+"""Spark app: thresholds (learned baselines + static rules) and sustained anomalies over the rollups.
+
+    spark-submit --py-files kip714_common.zip spark_apps/anomalies.py \\
+        --input <landing root> --output <analytics root> \\
+        --start 2026-01-31T13:00:00Z --end 2026-01-31T14:00:00Z --bucket 1m \\
+        --rules spark_apps/rules/default_rules.json --history 24h
+
+Reads ``<output>/rollups/`` for ``[start - history, end)`` (run the rollups app first), or computes the
+rollups from the landing zone with ``--rollups-source landing`` (troubleshooting windows). Writes
+``<output>/thresholds/`` (partition of ``--start``) and ``<output>/anomalies/`` (partition of each
+breach's start) and prints a ``KIP714_SUMMARY`` line plus one ``KIP714_ANOMALY`` line per anomaly (max 20).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from datetime import timedelta
+from functools import reduce
+
+from kip714_common.baselines import BaselineSettings, client_group_column, learn_baselines
+from kip714_common.breaches import breach_condition, sustained_breaches
+from kip714_common.cli import Interval, base_parser, parse_common, parse_duration_seconds
+from kip714_common.errors import SparkAppInputError
+from kip714_common.landing import hour_partition_filter, path_exists, read_datapoints
+from kip714_common.outputs import RunSummary, summarise_written, table_path, write_table
+from kip714_common.rollup import date_hour_columns, rollup_points
+from kip714_common.rules import MATCH_SELECTORS, StaticRule, load_rules
+from kip714_common.schemas import CLIENT_IDENTITY_COLUMNS, ROLLUP_SCHEMA, THRESHOLD_SCHEMA
+from kip714_common.session import configure, get_session
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import StructType
+
+APP_NAME = "kip714-anomalies"
+STATIC_RULE_SCHEMA = StructType(THRESHOLD_SCHEMA.fields[:9])
+"""The threshold columns a static rule fills (kind .. min_duration_seconds)."""
+PRINTED_ANOMALIES = 20
+CANDIDATE_COLUMNS = (
+    "kind",
+    "rule_name",
+    "metric_name",
+    "field",
+    "client_group",
+    "comparison",
+    "threshold",
+    "critical_threshold",
+    "min_duration_seconds",
+    "description",
+    *CLIENT_IDENTITY_COLUMNS,
+    "attributes",
+    "attributes_key",
+    "bucket_start",
+    "bucket_seconds",
+    "observed",
+    "breached",
+)
+
+
+def build_parser():  # type: ignore[no-untyped-def]
+    parser = base_parser("Learn thresholds and find sustained anomalies in KIP-714 rollups.")
+    parser.add_argument("--rules", default=None, help="static rules JSON file (none by default)")
+    parser.add_argument("--history", default="24h", help="baseline history before --start (default 24h)")
+    parser.add_argument("--rollups-source", choices=("output", "landing"), default="output")
+    parser.add_argument("--group-by", default="client_software_name,client_id", help="client group columns")
+    parser.add_argument("--k", type=float, default=4.0, help="MAD multiplier (default 4)")
+    parser.add_argument("--relative-floor", type=float, default=0.1, help="scale floor x |median| (0.1)")
+    parser.add_argument("--absolute-floor", type=float, default=1.0, help="scale floor when median is 0")
+    parser.add_argument("--min-history-buckets", type=int, default=10)
+    parser.add_argument(
+        "--baseline-for", default="1m", help="baseline breaches must last more than this (default 1m)"
+    )
+    parser.add_argument("--no-baselines", action="store_true", help="static rules only")
+    return parser
+
+
+def _settings(namespace) -> BaselineSettings:  # type: ignore[no-untyped-def]
+    for flag, value in (("--k", namespace.k), ("--min-history-buckets", namespace.min_history_buckets)):
+        if value <= 0:
+            raise SparkAppInputError(flag, "must be > 0", value)
+    for flag, value in (
+        ("--relative-floor", namespace.relative_floor),
+        ("--absolute-floor", namespace.absolute_floor),
+    ):
+        if value < 0:
+            raise SparkAppInputError(flag, "must be >= 0", value)
+    return BaselineSettings(
+        k=namespace.k,
+        relative_floor=namespace.relative_floor,
+        absolute_floor=namespace.absolute_floor,
+        min_history_buckets=namespace.min_history_buckets,
+    )
+
+
+def _group_by(text: str) -> tuple[str, ...]:
+    columns = tuple(part.strip() for part in text.split(",") if part.strip())
+    if not columns or any(c not in MATCH_SELECTORS for c in columns):
+        raise SparkAppInputError("--group-by", f"must list columns among {', '.join(MATCH_SELECTORS)}", text)
+    return columns
+
+
+def load_rollups(
+    spark: SparkSession, source: str, input_root: str, output_root: str, window: Interval, lookback: timedelta
+) -> DataFrame:
+    """Client rollup rows of ``window``, from the rollups table or computed from the landing zone."""
+    if source == "landing":
+        read_start = window.start - lookback
+        frame = rollup_points(read_datapoints(spark, input_root, read_start, window.end), window, read_start)
+    else:
+        path = table_path(output_root, "rollups")
+        if not path_exists(spark, path):
+            raise SparkAppInputError(
+                "--output",
+                "holds no rollups/ yet: run rollups.py first or pass --rollups-source landing",
+                path,
+            )
+        frame = (
+            spark.read.schema(ROLLUP_SCHEMA)
+            .parquet(path)
+            .where(hour_partition_filter(window.start, window.end))
+            .where(
+                (F.col("bucket_start") >= F.lit(window.start)) & (F.col("bucket_start") < F.lit(window.end))
+            )
+        )
+    return frame.where(F.col("record_type") == "client")
+
+
+def _rule_filter(rule: StaticRule) -> Column:
+    condition = F.col("metric_name") == rule.metric
+    for selector, pattern in rule.match.items():
+        condition = condition & F.coalesce(F.col(selector).rlike(f"^(?:{pattern})$"), F.lit(False))
+    return condition
+
+
+def static_candidates(current: DataFrame, rules: list[StaticRule]) -> list[DataFrame]:
+    frames = []
+    for rule in rules:
+        observed = F.col(rule.field).cast("double")
+        frames.append(
+            current.where(_rule_filter(rule)).select(
+                F.lit("static").alias("kind"),
+                F.lit(rule.name).alias("rule_name"),
+                F.col("metric_name"),
+                F.lit(rule.field).alias("field"),
+                F.col("client_group"),
+                F.lit(rule.comparison).alias("comparison"),
+                F.lit(rule.threshold).cast("double").alias("threshold"),
+                F.lit(rule.critical_threshold).cast("double").alias("critical_threshold"),
+                F.lit(rule.for_seconds).alias("min_duration_seconds"),
+                F.lit(rule.description).alias("description"),
+                *CLIENT_IDENTITY_COLUMNS,
+                "attributes",
+                "attributes_key",
+                "bucket_start",
+                "bucket_seconds",
+                observed.alias("observed"),
+                F.coalesce(
+                    breach_condition(observed, F.lit(rule.comparison), F.lit(rule.threshold)), F.lit(False)
+                ).alias("breached"),
+            )
+        )
+    return frames
+
+
+def baseline_candidates(current: DataFrame, baselines: DataFrame, min_duration: int) -> DataFrame:
+    return current.join(F.broadcast(baselines), ["metric_name", "client_group"]).select(
+        F.lit("baseline").alias("kind"),
+        F.concat(F.lit("baseline:"), F.col("metric_name")).alias("rule_name"),
+        F.col("metric_name"),
+        F.lit("signal").alias("field"),
+        F.col("client_group"),
+        F.lit(">").alias("comparison"),
+        F.col("threshold"),
+        F.col("critical_threshold"),
+        F.lit(min_duration).alias("min_duration_seconds"),
+        F.concat(
+            F.lit("above median + k x MAD of "), F.col("history_buckets").cast("string"), F.lit(" buckets")
+        ).alias("description"),
+        *CLIENT_IDENTITY_COLUMNS,
+        "attributes",
+        "attributes_key",
+        "bucket_start",
+        "bucket_seconds",
+        F.col("signal").alias("observed"),
+        F.coalesce(F.col("signal") > F.col("threshold"), F.lit(False)).alias("breached"),
+    )
+
+
+def thresholds_frame(
+    spark: SparkSession,
+    baselines: DataFrame | None,
+    rules: list[StaticRule],
+    interval: Interval,
+    settings: BaselineSettings,
+    min_duration: int,
+) -> DataFrame:
+    date, hour = date_hour_columns(F.lit(interval.start).cast("timestamp"))
+    common = {
+        "interval_start": F.lit(interval.start).cast("timestamp"),
+        "interval_end": F.lit(interval.end).cast("timestamp"),
+        "date": date,
+        "hour": hour,
+    }
+    frames: list[DataFrame] = []
+    if baselines is not None:
+        columns = {
+            "kind": F.lit("baseline"),
+            "rule_name": F.concat(F.lit("baseline:"), F.col("metric_name")),
+            "field": F.lit("signal"),
+            "comparison": F.lit(">"),
+            "min_duration_seconds": F.lit(min_duration),
+            "k": F.lit(settings.k),
+            **common,
+        }
+        frames.append(
+            baselines.select(
+                *[
+                    (columns[f.name] if f.name in columns else F.col(f.name)).cast(f.dataType).alias(f.name)
+                    for f in THRESHOLD_SCHEMA.fields
+                ]
+            )
+        )
+    if rules:
+        rows = [
+            {
+                "kind": "static",
+                "rule_name": r.name,
+                "metric_name": r.metric,
+                "field": r.field,
+                "client_group": ",".join(f"{k}~{v}" for k, v in sorted(r.match.items())) or "*",
+                "comparison": r.comparison,
+                "threshold": r.threshold,
+                "critical_threshold": r.critical_threshold,
+                "min_duration_seconds": r.for_seconds,
+            }
+            for r in rules
+        ]
+        static = spark.createDataFrame(rows, STATIC_RULE_SCHEMA)
+        frames.append(
+            static.select(
+                *[
+                    _static_column(f.name, common, static.columns).cast(f.dataType).alias(f.name)
+                    for f in THRESHOLD_SCHEMA.fields
+                ]
+            )
+        )
+    return reduce(DataFrame.unionByName, frames) if frames else spark.createDataFrame([], THRESHOLD_SCHEMA)
+
+
+def _static_column(name: str, common: dict[str, Column], present: list[str]) -> Column:
+    if name in common:
+        return common[name]
+    return F.col(name) if name in present else F.lit(None)
+
+
+def run(argv: Sequence[str] | None = None, spark: SparkSession | None = None) -> RunSummary:
+    """Parse ``argv``, learn thresholds, detect anomalies, write both; returns (and prints) the summary."""
+    namespace, common = parse_common(build_parser(), argv)
+    settings = _settings(namespace)
+    group_by = _group_by(namespace.group_by)
+    history = timedelta(seconds=parse_duration_seconds("--history", namespace.history))
+    baseline_for = parse_duration_seconds("--baseline-for", namespace.baseline_for)
+    rules = load_rules(namespace.rules, common.metric_aliases)
+    spark = configure(spark) if spark is not None else get_session(APP_NAME)
+
+    interval = common.interval
+    window = Interval(interval.start - history, interval.end, interval.bucket_seconds)
+    rollups = load_rollups(
+        spark, namespace.rollups_source, common.input, common.output, window, common.counter_lookback
+    ).withColumn("client_group", client_group_column(group_by))
+    rollups = rollups.persist()
+    current = rollups.where(F.col("bucket_start") >= F.lit(interval.start))
+
+    candidates = static_candidates(current, rules)
+    baselines = None
+    if not namespace.no_baselines:
+        baselines = learn_baselines(rollups.where(F.col("signal").isNotNull()), settings).persist()
+        candidates.append(baseline_candidates(current, baselines, baseline_for))
+
+    write_table(
+        thresholds_frame(spark, baselines, rules, interval, settings, baseline_for),
+        common.output,
+        "thresholds",
+    )
+    if candidates:
+        write_table(sustained_breaches(reduce(DataFrame.unionByName, candidates)), common.output, "anomalies")
+    rollups.unpersist()
+
+    summary = RunSummary(APP_NAME, interval, notes={"rules": [r.name for r in rules]})
+    for table in ("thresholds", "anomalies"):
+        summary.tables[table] = summarise_written(spark, common.output, table, interval)
+    summary.print()
+    _print_anomalies(spark, common.output, interval)
+    return summary
+
+
+def _print_anomalies(spark: SparkSession, output_root: str, interval: Interval) -> None:
+    path = table_path(output_root, "anomalies")
+    if not path_exists(spark, path):
+        return
+    rows = (
+        spark.read.parquet(path)
+        .where(hour_partition_filter(interval.start, interval.end))
+        .orderBy(F.desc("severity"), F.desc("duration_seconds"))
+        .limit(PRINTED_ANOMALIES)
+        .collect()
+    )
+    for row in rows:
+        print(
+            f"KIP714_ANOMALY {row['severity']} {row['rule_name']} client_id={row['client_id']} "
+            f"instance={row['client_instance_id']} source={row['client_source_address']} "
+            f"software={row['client_software_name']}/{row['client_software_version']} "
+            f"{row['field']}={row['peak_value']:.6g} {row['comparison']} {row['threshold']:.6g} "
+            f"for {row['duration_seconds']}s from {row['breach_start']:%Y-%m-%dT%H:%M:%SZ}",
+            flush=True,
+        )
+
+
+if __name__ == "__main__":
+    run(sys.argv[1:])

@@ -1,0 +1,108 @@
+"""Launch helpers: build the ``kip714_common.zip`` for ``--py-files`` and the apps' argument lists.
+
+    python spark_apps/package.py --out build/            # prints the zip's path
+
+From a DAG (``SparkSubmitOperator``)::
+
+    from spark_apps.package import application_args, application_path, build_common_zip
+    SparkSubmitOperator(
+        task_id="rollups", conn_id="spark_default",
+        application=str(application_path("rollups")),
+        py_files=str(build_common_zip()),
+        application_args=application_args(landing, analytics, "{{ data_interval_start }}",
+                                          "{{ data_interval_end }}", bucket="1m"),
+        conf={"spark.sql.shuffle.partitions": "8"},
+    )
+
+The zip is rebuilt only when a source file changed, and it is byte-for-byte reproducible (fixed entry
+timestamps), so concurrent tasks may call ``build_common_zip`` safely.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import tempfile
+import zipfile
+from collections.abc import Sequence
+from pathlib import Path
+
+SPARK_APPS_DIR = Path(__file__).resolve().parent
+COMMON_PACKAGE = "kip714_common"
+APPLICATIONS = {
+    "rollups": SPARK_APPS_DIR / "rollups.py",
+    "anomalies": SPARK_APPS_DIR / "anomalies.py",
+    "broker_metrics": SPARK_APPS_DIR / "broker_metrics.py",
+}
+DEFAULT_RULES = SPARK_APPS_DIR / "rules" / "default_rules.json"
+DEFAULT_BUILD_DIR = Path(os.environ.get("KIP714_SPARK_BUILD_DIR", tempfile.gettempdir())) / "kip714-spark"
+_FIXED_TIME = (2020, 1, 1, 0, 0, 0)
+
+
+def application_path(name: str) -> Path:
+    """The ``spark-submit`` file of app ``name`` (rollups, anomalies, broker_metrics)."""
+    if name not in APPLICATIONS:
+        raise ValueError(f"application: must be one of {', '.join(APPLICATIONS)} (got {name!r})")
+    return APPLICATIONS[name]
+
+
+def application_args(
+    input_root: str,
+    output_root: str,
+    start: str,
+    end: str,
+    bucket: str = "1m",
+    **extra: str | int | float | bool | None,
+) -> list[str]:
+    """``--input .. --output .. --start .. --end .. --bucket ..`` plus ``extra`` (``rules_file`` -> ``--rules-file``).
+
+    ``True`` adds a bare flag, ``False``/``None`` leave the flag out.
+    """
+    args = ["--input", input_root, "--output", output_root, "--start", start, "--end", end, "--bucket", bucket]
+    for key, value in extra.items():
+        flag = "--" + key.replace("_", "-")
+        if value is True:
+            args.append(flag)
+        elif value is not None and value is not False:
+            args += [flag, str(value)]
+    return args
+
+
+def _sources() -> list[Path]:
+    return sorted((SPARK_APPS_DIR / COMMON_PACKAGE).glob("*.py"))
+
+
+def build_common_zip(out_dir: str | Path | None = None) -> Path:
+    """Zip ``kip714_common/`` into ``out_dir`` (default: a temp build dir); returns the zip's path."""
+    sources = _sources()
+    digest = hashlib.sha256()
+    for source in sources:
+        digest.update(source.name.encode())
+        digest.update(source.read_bytes())
+    directory = Path(out_dir) if out_dir is not None else DEFAULT_BUILD_DIR
+    directory.mkdir(parents=True, exist_ok=True)
+    target = directory / f"{COMMON_PACKAGE}.zip"
+    stamp = directory / f"{COMMON_PACKAGE}.zip.sha256"
+    if target.exists() and stamp.exists() and stamp.read_text() == digest.hexdigest():
+        return target
+    partial = directory / f".{COMMON_PACKAGE}.{os.getpid()}.zip"
+    with zipfile.ZipFile(partial, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        for source in sources:
+            entry = zipfile.ZipInfo(f"{COMMON_PACKAGE}/{source.name}", date_time=_FIXED_TIME)
+            entry.compress_type = zipfile.ZIP_DEFLATED
+            archive.writestr(entry, source.read_bytes())
+    os.replace(partial, target)
+    stamp.write_text(digest.hexdigest())
+    return target
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Build kip714_common.zip for spark-submit --py-files.")
+    parser.add_argument("--out", default=None, help=f"output folder (default {DEFAULT_BUILD_DIR})")
+    print(build_common_zip(parser.parse_args(argv).out))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

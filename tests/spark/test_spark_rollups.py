@@ -1,0 +1,83 @@
+"""Rollups app on real Spark local mode, over generated landing data."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import rollups
+from pyspark.sql import functions as F
+
+from tests.spark import scenarios
+
+pytestmark = pytest.mark.spark
+
+
+def _run(landing: Path, output: Path, start: str, end: str, spark, bucket: str = "1m"):  # type: ignore[no-untyped-def]
+    argv = ["--input", str(landing), "--output", str(output), "--start", start, "--end", end, "--bucket", bucket]
+    return rollups.run(argv, spark)
+
+
+def test_cumulative_counter_reset_counts_from_restart_and_lookback_differences_first_point(spark, tmp_path):
+    scenario = scenarios.write_counter_scenario(str(tmp_path / "landing"))
+    _run(tmp_path / "landing", tmp_path / "out", "2026-01-31T13:00:00Z", "2026-01-31T14:00:00Z", spark)
+    rows = spark.read.parquet(str(tmp_path / "out" / "rollups")).orderBy("bucket_start").collect()
+
+    restarting = [r for r in rows if r["client_instance_id"] == scenario.restarting.instance_id]
+    assert len(restarting) == 60
+    assert [r["increase"] for r in restarting[:30]] == [60.0] * 30
+    assert [r["increase"] for r in restarting[30:]] == [42.0] * 30
+    assert sum(r["counter_resets"] for r in restarting) == 1
+    assert restarting[30]["counter_resets"] == 1
+    assert restarting[0]["rate_per_second"] == pytest.approx(60 / 55)  # first point covers 5 s since start
+    assert restarting[1]["rate_per_second"] == pytest.approx(1.0)
+    assert restarting[45]["rate_per_second"] == pytest.approx(0.7)
+
+    long_running = [r for r in rows if r["client_instance_id"] == scenario.long_running.instance_id]
+    assert [r["increase"] for r in long_running] == [30.0] * 60  # 12:59:55 point read via the lookback
+    assert all(r["counter_resets"] == 0 for r in long_running)
+    assert all(r["metric_name"] == "producer.connection.creation.total" for r in rows)
+
+
+def test_librdkafka_and_java_labels_land_on_one_normalised_series(spark, tmp_path):
+    rdkafka, java = scenarios.write_label_scenario(str(tmp_path / "landing"))
+    _run(tmp_path / "landing", tmp_path / "out", "2026-01-31T13:00:00Z", "2026-01-31T13:02:00Z", spark)
+    rows = spark.read.parquet(str(tmp_path / "out" / "rollups")).collect()
+
+    assert {r["metric_name"] for r in rows} == {"producer.node.request.latency.avg"}
+    assert {r["attributes_key"] for r in rows} == {"node_id=1"}
+    assert {r["client_software_name"] for r in rows} == {rdkafka.software_name, java.software_name}
+    by_client = {r["client_instance_id"]: r for r in rows if r["bucket_start"].minute == 0}
+    assert by_client[rdkafka.instance_id]["avg"] == 3.0
+    assert by_client[java.instance_id]["avg"] == 4.0
+    assert by_client[java.instance_id]["attributes"] == {"node_id": "1"}  # client-id label dropped
+    assert by_client[java.instance_id]["client_source_address"] == java.source_address
+
+
+def test_histogram_percentiles_are_interpolated_from_merged_buckets(spark, tmp_path):
+    scenarios.write_histogram_scenario(str(tmp_path / "landing"))
+    _run(tmp_path / "landing", tmp_path / "out", "2026-01-31T13:00:00Z", "2026-01-31T13:01:00Z", spark)
+    (row,) = spark.read.parquet(str(tmp_path / "out" / "rollups")).collect()
+
+    assert row["histogram_count"] == 200
+    assert row["histogram_sum"] == pytest.approx(60500.0)
+    assert row["avg"] == pytest.approx(302.5)
+    assert row["p50"] == pytest.approx(100.0)  # 100th of 200 observations: top of (10, 100]
+    assert row["p95"] == pytest.approx(100 + 900 * 0.9)
+    assert row["p99"] == pytest.approx(100 + 900 * 0.98)
+    assert row["signal"] == row["p99"]
+    assert (row["min"], row["max"]) == (20.0, 900.0)
+
+
+def test_rerunning_an_interval_replaces_its_partitions(spark, tmp_path):
+    scenarios.write_anomaly_scenario(str(tmp_path / "landing"))
+    args = (tmp_path / "landing", tmp_path / "out", "2026-01-31T14:00:00Z", "2026-01-31T15:00:00Z", spark)
+    first = _run(*args)
+    _run(tmp_path / "landing", tmp_path / "out", "2026-01-31T13:00:00Z", "2026-01-31T14:00:00Z", spark)
+    second = _run(*args)
+
+    frame = spark.read.parquet(str(tmp_path / "out" / "rollups"))
+    assert first.tables["rollups"]["rows"] == second.tables["rollups"]["rows"] == 3 * 2 * 60
+    assert frame.count() == 2 * 3 * 2 * 60  # both hours, each once
+    keys = ["bucket_start", "client_instance_id", "metric_name", "attributes_key"]
+    assert frame.groupBy(*keys).count().where(F.col("count") > 1).count() == 0
