@@ -203,6 +203,7 @@ def _find_maven() -> str:
 
 def _resolve_into(home: Path, version: KafkaVersion, maven: str) -> KafkaDistribution:
     staging = Path(tempfile.mkdtemp(prefix=f"{home.name}.partial-", dir=home.parent))
+    staging.chmod(0o755)  # mkdtemp makes it private; the cache is shared like any other
     try:
         pom = staging / "pom.xml"
         pom.write_text(render_resolution_pom(version))

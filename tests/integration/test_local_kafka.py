@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -16,15 +18,19 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
 
 from airflow_provider_kip714.local_kafka.cluster import LocalKafkaCluster
 from airflow_provider_kip714.local_kafka.cluster_factory import LocalKafkaClusterFactory
+from airflow_provider_kip714.local_kafka.distribution import check_distribution, ensure_distribution
 from airflow_provider_kip714.local_kafka.ports import free_ports
 from airflow_provider_kip714.local_kafka.process_control import is_alive
+from airflow_provider_kip714.local_kafka.versions import KafkaVersion
 
 pytestmark = pytest.mark.integration
 
 CONSUME_DEADLINE_S = 60
 
 
-def kip714(*args: str, timeout: float = 240) -> subprocess.CompletedProcess[str]:
+def kip714(
+    *args: str, timeout: float = 240, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     """Run the real console entry point in a child process, as a user would."""
     return subprocess.run(
         [sys.executable, "-m", "airflow_provider_kip714.cli.main", *args],
@@ -32,7 +38,7 @@ def kip714(*args: str, timeout: float = 240) -> subprocess.CompletedProcess[str]
         text=True,
         timeout=timeout,
         check=False,
-        env={**os.environ, "PYTHONWARNINGS": "ignore"},
+        env={**os.environ, "PYTHONWARNINGS": "ignore", **(env or {})},
     )
 
 
@@ -158,8 +164,48 @@ def test_cli_lifecycle_start_status_refuse_stop_restart(tmp_path: Path) -> None:
     assert "Formatted KRaft storage" not in restarted.stderr
     assert (data_dir / "kraft-logs" / "meta.properties").read_text() == cluster_id_before
     assert consume_all({"bootstrap.servers": f"127.0.0.1:{port}"}, topic, 1) == [b"before-restart"]
-    assert kip714("local-kafka", "stop", *common).returncode == 0
+
+    # A broker that ignores SIGTERM (frozen here) is killed, but only after the timeout.
+    frozen_pid = int((data_dir / "kafka.pid").read_text())
+    assert frozen_pid != pid
+    os.kill(frozen_pid, signal.SIGSTOP)
+    killed = kip714("local-kafka", "stop", *common, "--timeout", "2")
+    assert killed.returncode == 0, killed.stderr
+    assert f"stopped pid {frozen_pid} with SIGKILL after 2 s" in killed.stdout
+    assert not is_alive(frozen_pid)
     assert kip714("local-kafka", "stop", *common).stdout.startswith("no local Kafka runs")
+
+
+def test_a_broken_cache_is_refused_then_repaired_by_install(tmp_path: Path) -> None:
+    installed = ensure_distribution(KafkaVersion.parse("4.4.0"))
+    cache = tmp_path / "cache"
+    broken_home = cache / "kafka-4.4.0"
+    (broken_home / "libs").mkdir(parents=True)
+    for jar in installed.classpath():
+        (broken_home / "libs" / jar.name).symlink_to(jar)
+    shutil.copy(installed.home / "manifest.json", broken_home / "manifest.json")
+    (broken_home / "libs" / "kafka-clients-4.4.0.jar").unlink()
+    env = {"KIP714_CACHE_DIR": str(cache)}
+    port, controller_port = free_ports(2)
+
+    refused = kip714(
+        "local-kafka", "start", "--no-plugin", "--data-dir", str(tmp_path / "k"),
+        "--port", str(port), "--controller-port", str(controller_port), env=env,
+    )  # fmt: skip
+    assert refused.returncode == 2
+    assert refused.stderr.strip() == (
+        f"kip714: error: Kafka 4.4.0 cache at {broken_home}: libs/kafka-clients-4.4.0.jar is missing; "
+        "run `kip714 local-kafka install --kafka-version 4.4.0` to resolve it again"
+    )
+    assert not (tmp_path / "k" / "kafka.pid").exists()
+
+    repaired = kip714("local-kafka", "install", "--kafka-version", "4.4.0", env=env)
+    assert repaired.returncode == 0, repaired.stderr
+    assert f"jars in {broken_home / 'libs'}" in repaired.stdout
+    fresh_jar = broken_home / "libs" / "kafka-clients-4.4.0.jar"
+    assert fresh_jar.is_file() and not fresh_jar.is_symlink()
+    assert sorted(path.name for path in cache.iterdir()) == ["kafka-4.4.0", "kafka-4.4.0.lock"]
+    assert check_distribution(broken_home, KafkaVersion.parse("4.4.0")).classpath()
 
 
 def test_start_refuses_a_port_in_use_with_one_clear_line(tmp_path: Path) -> None:
