@@ -53,7 +53,7 @@ final class PluginConfig {
         topicCreate = booleanValue(configs, TOPIC_CREATE, true);
         topicPartitions = (int) longValue(configs, TOPIC_PARTITIONS, -1L, -1L, 100_000L);
         topicReplicationFactor = (short) longValue(configs, TOPIC_REPLICATION_FACTOR, -1L, -1L, Short.MAX_VALUE);
-        closeTimeoutMs = longValue(configs, CLOSE_TIMEOUT_MS, 5_000L, 0L, 600_000L);
+        closeTimeoutMs = longValue(configs, CLOSE_TIMEOUT_MS, 1_000L, 0L, 600_000L);
         if (topicPartitions == 0) {
             throw new ConfigException(TOPIC_PARTITIONS, 0, "must be -1 (broker default) or >= 1");
         }

@@ -46,6 +46,7 @@ final class TelemetryTopicCore {
     static final String DROP_SEND_FAILED = "send_failed";
     static final String DROP_DELIVERY_FAILED = "delivery_failed";
     static final String DROP_PLUGIN_ERROR = "plugin_error";
+    static final long TOPIC_CREATE_PATIENCE_MS = 60_000L;
     static final List<String> DROP_REASONS =
         List.of(DROP_BUFFER_FULL, DROP_NOT_RUNNING, DROP_SEND_FAILED, DROP_DELIVERY_FAILED, DROP_PLUGIN_ERROR);
 
@@ -73,6 +74,7 @@ final class TelemetryTopicCore {
     private final PluginJmxMetrics jmxMetrics;
 
     private volatile String clusterId = "";
+    private long droppedAtLastLog;
     private volatile boolean running;
     private Thread sender;
     private ScheduledExecutorService brokerMetricsTimer;
@@ -211,6 +213,13 @@ final class TelemetryTopicCore {
 
     private void enqueueBrokerRecordSafely() {
         try {
+            long droppedNow = droppedTotal();
+            if (droppedNow != droppedAtLastLog) {
+                // One line per interval at most, so a broken target cannot flood the broker log.
+                log.warn("kip714 telemetry plugin dropped {} records so far (by reason {}); exported {}",
+                    droppedNow, counters().droppedByReason(), exported.get());
+                droppedAtLastLog = droppedNow;
+            }
             enqueueBrokerRecord();
         } catch (Throwable unexpected) {
             countDrop(DROP_PLUGIN_ERROR);
@@ -344,8 +353,9 @@ final class TelemetryTopicCore {
 
     /**
      * Creates the topic when missing, with the broker's default partitions and replication unless
-     * configured. Retries while the cluster is still starting; gives up (and sends anyway) on a
-     * non-retriable error such as missing CREATE permission.
+     * configured. Retries while the cluster is still starting, for at most
+     * {@link #TOPIC_CREATE_PATIENCE_MS}; gives up (and sends anyway) sooner on a non-retriable error
+     * such as missing CREATE permission. Pushes meanwhile wait in the bounded buffer.
      */
     private void ensureTopic(Map<String, Object> producerProps) {
         Map<String, Object> adminProps = new HashMap<>();
@@ -361,8 +371,14 @@ final class TelemetryTopicCore {
         Optional<Integer> partitions = config.topicPartitions > 0 ? Optional.of(config.topicPartitions) : Optional.empty();
         Optional<Short> replication = config.topicReplicationFactor > 0
             ? Optional.of(config.topicReplicationFactor) : Optional.empty();
+        long giveUpAt = System.currentTimeMillis() + TOPIC_CREATE_PATIENCE_MS;
         try (Admin admin = Admin.create(adminProps)) {
             while (running) {
+                if (System.currentTimeMillis() > giveUpAt) {
+                    log.warn("kip714 telemetry plugin gave up creating topic {} after {} ms; sending anyway",
+                        config.topic, TOPIC_CREATE_PATIENCE_MS);
+                    return;
+                }
                 try {
                     admin.createTopics(List.of(new NewTopic(config.topic, partitions, replication))).all().get();
                     log.info("kip714 telemetry plugin created topic {}", config.topic);
