@@ -15,6 +15,15 @@ import pytest
 from airflow_provider_kip714.local_kafka.cluster import LocalKafkaCluster
 from airflow_provider_kip714.local_kafka.cluster_factory import LocalKafkaClusterFactory
 
+KAFKA_FIXTURES = frozenset({"kafka_cluster", "kafka_cluster_factory"})
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A test that asks for a Kafka fixture is an integration test wherever it lives."""
+    for item in items:
+        if KAFKA_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.integration)
+
 
 @pytest.fixture(scope="session")
 def kafka_cluster_factory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalKafkaClusterFactory]:

@@ -14,7 +14,7 @@ from airflow_provider_kip714.exceptions import LocalKafkaError
 from airflow_provider_kip714.local_kafka.broker_config import BrokerSettings
 from airflow_provider_kip714.local_kafka.cluster import LocalKafkaCluster
 from airflow_provider_kip714.local_kafka.plugin_jar import PLUGIN_JAR_ENV, default_plugin_jar
-from airflow_provider_kip714.local_kafka.ports import free_ports
+from airflow_provider_kip714.local_kafka.ports import PortInUseError, free_ports
 from airflow_provider_kip714.local_kafka.versions import DEFAULT_KAFKA_VERSION, KafkaVersion
 from airflow_provider_kip714.topic_contract import DEFAULT_TELEMETRY_TOPIC
 
@@ -23,6 +23,7 @@ log = logging.getLogger(__name__)
 REQUIRE_PLUGIN_ENV: Final = "KIP714_REQUIRE_PLUGIN"
 TEST_SASL_USERS: Final[Mapping[str, str]] = {"alice": "alice-secret"}
 TEST_BROKER_METRICS_INTERVAL_MS: Final = 5_000
+PORT_ATTEMPTS: Final = 3
 
 
 class LocalKafkaClusterFactory:
@@ -47,25 +48,33 @@ class LocalKafkaClusterFactory:
     ) -> LocalKafkaCluster:
         """Start one more cluster on fresh free ports; the plugin jar is loaded when built."""
         plugin_jar = self._plugin_jar() if with_plugin else None
-        port, controller_port, sasl_port = free_ports(3)
         data_dir = self.base_dir / (name or f"kafka-{kafka_version}-{len(self.clusters) + 1}")
-        settings = BrokerSettings(
-            data_dir=data_dir,
-            kafka_version=KafkaVersion.parse(kafka_version),
-            port=port,
-            controller_port=controller_port,
-            sasl_port=sasl_port,
-            node_id=node_id,
-            sasl_users=dict(sasl_users),
-            telemetry_max_bytes=telemetry_max_bytes,
-            telemetry_topic=telemetry_topic,
-            broker_metrics_interval_ms=broker_metrics_interval_ms,
-            plugin_jar=plugin_jar,
-            overrides=dict(overrides or {}),
-        )
-        cluster = LocalKafkaCluster.start(settings)
-        self.clusters.append(cluster)
-        return cluster
+        for attempt in range(1, PORT_ATTEMPTS + 1):
+            port, controller_port, sasl_port = free_ports(3)
+            settings = BrokerSettings(
+                data_dir=data_dir,
+                kafka_version=KafkaVersion.parse(kafka_version),
+                port=port,
+                controller_port=controller_port,
+                sasl_port=sasl_port,
+                node_id=node_id,
+                sasl_users=dict(sasl_users),
+                telemetry_max_bytes=telemetry_max_bytes,
+                telemetry_topic=telemetry_topic,
+                broker_metrics_interval_ms=broker_metrics_interval_ms,
+                plugin_jar=plugin_jar,
+                overrides=dict(overrides or {}),
+            )
+            try:
+                cluster = LocalKafkaCluster.start(settings)
+            except PortInUseError:
+                # Another process took a port between picking and binding; pick again.
+                if attempt == PORT_ATTEMPTS:
+                    raise
+                continue
+            self.clusters.append(cluster)
+            return cluster
+        raise AssertionError("unreachable")
 
     @staticmethod
     def _plugin_jar() -> Path | None:

@@ -10,6 +10,10 @@ from airflow_provider_kip714.exceptions import LocalKafkaError
 from airflow_provider_kip714.local_kafka.broker_config import LOOPBACK_HOST
 
 
+class PortInUseError(LocalKafkaError):
+    """A port the broker needs is taken by another process."""
+
+
 def port_is_free(port: int, host: str = LOOPBACK_HOST) -> bool:
     """True when a listener could bind ``host:port`` now (SO_REUSEADDR, as the JVM does)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
@@ -25,7 +29,7 @@ def require_free_ports(named_ports: Mapping[str, int], host: str = LOOPBACK_HOST
     """Raise naming the first option whose port is taken."""
     for option, port in named_ports.items():
         if not port_is_free(port, host):
-            raise LocalKafkaError(f"{option}: port {port} on {host} is already in use; pick another port")
+            raise PortInUseError(f"{option}: port {port} on {host} is already in use; pick another port")
 
 
 def free_ports(count: int, host: str = LOOPBACK_HOST) -> list[int]:
