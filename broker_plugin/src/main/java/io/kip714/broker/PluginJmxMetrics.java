@@ -20,6 +20,7 @@ final class PluginJmxMetrics implements AutoCloseable {
     static final String GROUP = "kip714-telemetry-plugin";
 
     private final Metrics metrics;
+    private final java.util.concurrent.atomic.AtomicBoolean closed = new java.util.concurrent.atomic.AtomicBoolean();
 
     PluginJmxMetrics(String nodeId, TelemetryTopicCore core) {
         metrics = new Metrics(new MetricConfig(), List.of(new JmxReporter()), Time.SYSTEM,
@@ -43,6 +44,8 @@ final class PluginJmxMetrics implements AutoCloseable {
 
     @Override
     public void close() {
-        metrics.close();
+        if (closed.compareAndSet(false, true)) {
+            metrics.close();
+        }
     }
 }

@@ -132,6 +132,9 @@ final class TelemetryTopicCore {
 
     synchronized void close() {
         if (!running) {
+            if (jmxMetrics != null) {
+                jmxMetrics.close();
+            }
             return;
         }
         running = false;

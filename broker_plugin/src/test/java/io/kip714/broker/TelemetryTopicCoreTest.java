@@ -77,6 +77,28 @@ class TelemetryTopicCoreTest {
         assertTrue(core.counters().droppedByReason().get(TelemetryTopicCore.DROP_NOT_RUNNING) >= 1);
     }
 
+    @Test
+    void dropCounterIsVisibleInJmx() throws Exception {
+        Map<String, Object> configs = unreachableTarget();
+        configs.put("node.id", "77");
+        TelemetryTopicCore core = new TelemetryTopicCore(new PluginConfig(configs), KafkaProducer::new, true);
+        try {
+            core.countDrop(TelemetryTopicCore.DROP_BUFFER_FULL);
+            core.countDrop(TelemetryTopicCore.DROP_BUFFER_FULL);
+            javax.management.MBeanServer server = java.lang.management.ManagementFactory.getPlatformMBeanServer();
+            Object total = server.getAttribute(
+                new javax.management.ObjectName("kafka.server:type=kip714-telemetry-plugin,node_id=77"), "dropped-count");
+            assertEquals(2.0, total);
+            Object byReason = server.getAttribute(new javax.management.ObjectName(
+                "kafka.server:type=kip714-telemetry-plugin,node_id=77,reason=buffer_full"), "dropped-count");
+            assertEquals(2.0, byReason);
+        } finally {
+            core.close();
+        }
+        assertEquals(false, java.lang.management.ManagementFactory.getPlatformMBeanServer().isRegistered(
+            new javax.management.ObjectName("kafka.server:type=kip714-telemetry-plugin,node_id=77")));
+    }
+
     private static long senderSideDrops(TelemetryTopicCore core) {
         Map<String, Long> drops = core.counters().droppedByReason();
         return drops.get(TelemetryTopicCore.DROP_SEND_FAILED) + drops.get(TelemetryTopicCore.DROP_DELIVERY_FAILED);
