@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from airflow_provider_kip714.exceptions import LocalKafkaError
@@ -27,7 +27,6 @@ class LocalKafkaState:
     plugin_jar: str | None
     telemetry_topic: str
     started_at: str
-    extra: dict[str, str] = field(default_factory=dict)
 
     def write(self, path: Path) -> None:
         """Write atomically so a reader never sees half a file."""

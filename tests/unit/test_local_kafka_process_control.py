@@ -9,8 +9,14 @@ from pathlib import Path
 
 import pytest
 
+from airflow_provider_kip714.cli.main import main as kip714_main
 from airflow_provider_kip714.local_kafka.broker_config import DataDirLayout
-from airflow_provider_kip714.local_kafka.launcher import broker_status, new_cluster_id, stop_broker
+from airflow_provider_kip714.local_kafka.launcher import (
+    BrokerNotReadyError,
+    broker_status,
+    new_cluster_id,
+    stop_broker,
+)
 from airflow_provider_kip714.local_kafka.process_control import (
     is_alive,
     is_our_broker,
@@ -70,3 +76,28 @@ def test_cluster_ids_are_kafka_uuid_text() -> None:
     ids = {new_cluster_id() for _ in range(200)}
     assert len(ids) == 200
     assert all(len(cluster_id) == 22 and not cluster_id.startswith("-") for cluster_id in ids)
+
+
+def test_a_starting_broker_reports_not_ready_and_stop_terminates_exactly_it(
+    tmp_path: Path, bystander: subprocess.Popen[bytes], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A stand-in whose command line names kafka.Kafka and this data dir's config counts as ours."""
+    layout = DataDirLayout(tmp_path)
+    look_alike = subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(60)", "kafka.Kafka", str(layout.server_properties)]
+    )
+    try:
+        write_pid(layout.pid_file, look_alike.pid)
+        assert is_our_broker(look_alike.pid, layout.server_properties)
+        with pytest.raises(BrokerNotReadyError, match="not ready"):
+            broker_status(tmp_path)
+        assert kip714_main(["local-kafka", "status", "--data-dir", str(tmp_path)]) == 3
+        assert f"pid {look_alike.pid}" in capsys.readouterr().err
+        outcome = stop_broker(tmp_path, timeout_s=10)
+        assert outcome.was_running and not outcome.killed and outcome.pid == look_alike.pid
+        assert not is_alive(look_alike.pid)  # gone after SIGTERM alone (killed is False)
+        assert bystander.poll() is None
+        assert not layout.pid_file.exists()
+    finally:
+        look_alike.kill()
+        look_alike.wait()
