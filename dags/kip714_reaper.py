@@ -22,7 +22,7 @@ with DAG(
     max_active_runs=1,
     default_args={"retries": 1, "retry_delay": timedelta(minutes=1)},
     tags=["kip714"],
-):
+) as dag:
     ReapExpiredClientMetricsSubscriptionsOperator(
         task_id="reap_expired_subscriptions",
         kafka_config_id="kafka_default",

@@ -23,7 +23,7 @@ from airflow_provider_kip714.subscription import Subscription
 from airflow_provider_kip714.triggers.client_metrics_window import STATUS_DELETED, ClientMetricsWindowTrigger
 from airflow_provider_kip714.window_name import derive_suffix, format_window_name, slugify_label
 
-SPEC_TEMPLATE_FIELDS = ("label", "window", "metrics", "interval_ms", "match")
+SPEC_TEMPLATE_FIELDS = ("window_label", "window", "metrics", "interval_ms", "match")
 
 
 @dataclass(frozen=True)
@@ -83,7 +83,8 @@ class CreateClientMetricsSubscriptionOperator(_SpecMixin, ClientMetricsBaseOpera
     """Create (idempotently) a subscription; pushes its name to XCom (``return_value``).
 
     Give ``name`` for a plain subscription, or ``window`` (``"30m"``, seconds, timedelta) for a
-    time-boxed one named ``kip714-<label>-exp<UTC>-<8 hex>``; a retry finds the same window.
+    time-boxed one named ``kip714-<window_label>-exp<UTC>-<8 hex>`` (label defaults to
+    ``<dag_id>-<task_id>``); a retry finds the same window.
     """
 
     template_fields: Sequence[str] = (
@@ -97,7 +98,7 @@ class CreateClientMetricsSubscriptionOperator(_SpecMixin, ClientMetricsBaseOpera
         *,
         name: str | None = None,
         window: str | int | float | timedelta | None = None,
-        label: str | None = None,
+        window_label: str | None = None,
         metrics: str | Iterable[str] | None = None,
         interval_ms: int | str | None = None,
         match: str | Iterable[str] | Mapping[str, str] | None = None,
@@ -107,7 +108,7 @@ class CreateClientMetricsSubscriptionOperator(_SpecMixin, ClientMetricsBaseOpera
         super().__init__(**kwargs)
         self.name = name
         self.window = window
-        self.label = label
+        self.window_label = window_label
         self.metrics = metrics
         self.interval_ms = interval_ms
         self.match = match
@@ -123,7 +124,7 @@ class CreateClientMetricsSubscriptionOperator(_SpecMixin, ClientMetricsBaseOpera
                 self.log.info("Subscription %s: %s", subscription.name, result.outcome.value)
                 return subscription.name
             window = parse_duration(self.window)
-            label = slugify_label(self.label or f"{self.dag_id}-{self.task_id}")
+            label = slugify_label(self.window_label or f"{self.dag_id}-{self.task_id}")
             Subscription.from_spec(name="validation-only", **self.spec())
             opened = open_window(self.hook, label, window_suffix(context, label, window), window, self.spec())
             self.log.info(
@@ -153,19 +154,22 @@ class DeleteClientMetricsSubscriptionOperator(ClientMetricsBaseOperator):
 class ReapExpiredClientMetricsSubscriptionsOperator(ClientMetricsBaseOperator):
     """Delete every ``kip714-...-exp<UTC>-...`` subscription whose expiry passed; returns their names."""
 
-    template_fields: Sequence[str] = (*ClientMetricsBaseOperator.template_fields, "dry_run")
+    template_fields: Sequence[str] = (*ClientMetricsBaseOperator.template_fields, "report_only")
 
-    def __init__(self, *, dry_run: bool = False, **kwargs: Any) -> None:
+    def __init__(self, *, report_only: bool = False, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.dry_run = dry_run
+        self.report_only = report_only
 
     def execute(self, context: Any) -> list[str]:
         try:
-            names = self.hook.reap(now=self.clock.now(), dry_run=bool(self.dry_run))
+            names = self.hook.reap(now=self.clock.now(), dry_run=bool(self.report_only))
         finally:
             self.close_hook()
         self.log.info(
-            "%s %d expired subscription(s): %s", "Would reap" if self.dry_run else "Reaped", len(names), names
+            "%s %d expired subscription(s): %s",
+            "Would reap" if self.report_only else "Reaped",
+            len(names),
+            names,
         )
         return names
 
@@ -182,7 +186,7 @@ class ClientMetricsTroubleshootingWindowOperator(_SpecMixin, ClientMetricsBaseOp
         self,
         *,
         window: str | int | float | timedelta,
-        label: str | None = None,
+        window_label: str | None = None,
         metrics: str | Iterable[str] | None = None,
         interval_ms: int | str | None = None,
         match: str | Iterable[str] | Mapping[str, str] | None = None,
@@ -193,7 +197,7 @@ class ClientMetricsTroubleshootingWindowOperator(_SpecMixin, ClientMetricsBaseOp
     ) -> None:
         super().__init__(**kwargs)
         self.window = window
-        self.label = label
+        self.window_label = window_label
         self.metrics = metrics
         self.interval_ms = interval_ms
         self.match = match
@@ -204,7 +208,7 @@ class ClientMetricsTroubleshootingWindowOperator(_SpecMixin, ClientMetricsBaseOp
 
     def execute(self, context: Any) -> str:
         window = parse_duration(self.window)
-        label = slugify_label(self.label or f"{self.dag_id}-{self.task_id}")
+        label = slugify_label(self.window_label or f"{self.dag_id}-{self.task_id}")
         Subscription.from_spec(name="validation-only", **self.spec())  # fail before touching the cluster
         try:
             opened = open_window(self.hook, label, window_suffix(context, label, window), window, self.spec())
