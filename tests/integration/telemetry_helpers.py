@@ -85,3 +85,71 @@ def points_per_offset(table: Any) -> Counter[tuple[int, int]]:
     return Counter(
         zip(table.column("partition").to_pylist(), table.column("offset").to_pylist(), strict=True)
     )
+
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+JAVA_CLIENT_JAR = REPO_ROOT / "tests" / "java_client" / "target" / "kip714-java-client.jar"
+
+
+def run_librdkafka_clients(config: dict[str, Any], client_prefix: str, seconds: float) -> dict[str, str]:
+    """Run a real librdkafka producer and consumer (metrics push on) for ``seconds``, then close them.
+
+    Returns role -> client.id. Closing sends librdkafka's final (terminating) push.
+    """
+    import time
+
+    from confluent_kafka import Consumer
+
+    topic = create_topic(config, partitions=1, prefix="traffic")
+    producer_id, consumer_id = f"{client_prefix}-producer", f"{client_prefix}-consumer"
+    producer = Producer({**config, "client.id": producer_id, "linger.ms": 5})
+    consumer = Consumer(
+        {
+            **config,
+            "client.id": consumer_id,
+            "group.id": f"{client_prefix}-group",
+            "auto.offset.reset": "earliest",
+        }
+    )
+    consumer.subscribe([topic])
+    deadline = time.monotonic() + seconds
+    sent = 0
+    while time.monotonic() < deadline:
+        producer.produce(topic, value=f"message-{sent}".encode())
+        sent += 1
+        producer.poll(0)
+        consumer.poll(0.1)
+    producer.flush(30)
+    consumer.close()
+    producer.flush(5)
+    del producer  # destroying the handle sends the terminating push
+    return {"producer": producer_id, "consumer": consumer_id}
+
+
+def run_java_client(bootstrap: str, client_id: str, seconds: float) -> list[dict[str, Any]]:
+    """Run the Java client harness (producer and consumer); returns its JSON lines."""
+    import json
+    import subprocess
+
+    completed = subprocess.run(
+        [
+            "java",
+            "-cp",
+            str(JAVA_CLIENT_JAR),
+            "io.kip714.javaclient.TelemetryClient",
+            "--bootstrap-server",
+            bootstrap,
+            "--client-id",
+            client_id,
+            "--seconds",
+            str(seconds),
+            "--mode",
+            "both",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=seconds + 120,
+        check=False,
+    )
+    assert completed.returncode == 0, completed.stderr[-2000:]
+    return [json.loads(line) for line in completed.stdout.splitlines() if line.startswith("{")]

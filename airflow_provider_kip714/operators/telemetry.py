@@ -1,0 +1,104 @@
+"""``LandClientTelemetryOperator``: land the telemetry topic into Parquet and announce it as an Asset.
+
+Each run lands what arrived since the previous run (bounded by the end offsets read at its start),
+exactly once, so it can be scheduled, retried or rerun after a crash freely. Downstream DAGs
+(rollups, anomalies) schedule on the Asset of the landed datapoints.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from airflow.sdk import Asset, BaseOperator
+
+from airflow_provider_kip714.landing import DEFAULT_CHUNK_INTERVAL_S, DEFAULT_CHUNK_RECORDS, datapoints_uri
+from airflow_provider_kip714.otlp_decoder import ValueFormat
+from airflow_provider_kip714.topic_contract import DEFAULT_TELEMETRY_TOPIC
+
+
+def datapoints_asset(out_dir: str | Path, topic: str = DEFAULT_TELEMETRY_TOPIC) -> Asset:
+    """The Asset of a landing zone's ``datapoints/`` (schedule rollups on this)."""
+    return Asset(name=f"kip714_datapoints__{topic}", uri=datapoints_uri(out_dir), group="kip714")
+
+
+class LandClientTelemetryOperator(BaseOperator):
+    """Land the telemetry topic into ``out_dir`` (raw/, datapoints/, quarantine/) and emit its Asset.
+
+    :param out_dir: landing zone directory, one per topic (not templated: the Asset is known at parse time).
+    :param kafka_config_id: Airflow ``kafka`` connection (librdkafka extra).
+    :param topic: the telemetry topic.
+    :param max_records: land at most this many records this run.
+    :param timeout_s: stop after this many seconds (the landed part stays landed).
+    :param value_format: ``otlp_proto`` (default), ``otlp_json`` or ``auto``.
+    :param chunk_records: records per chunk (per partition).
+    :param workers: decoding processes (default: up to 2 cores).
+    :param fsync: fsync files before committing them (default on).
+    """
+
+    template_fields: Sequence[str] = ("kafka_config_id", "topic")
+    ui_color = "#e8f4fd"
+
+    def __init__(
+        self,
+        *,
+        out_dir: str | Path,
+        kafka_config_id: str = "kafka_default",
+        topic: str = DEFAULT_TELEMETRY_TOPIC,
+        max_records: int | None = None,
+        timeout_s: float | None = None,
+        value_format: ValueFormat = "otlp_proto",
+        chunk_records: int = DEFAULT_CHUNK_RECORDS,
+        chunk_interval_s: float = DEFAULT_CHUNK_INTERVAL_S,
+        workers: int | None = None,
+        fsync: bool = True,
+        **kwargs: Any,
+    ) -> None:
+        self.asset = datapoints_asset(out_dir, topic)
+        outlets = list(kwargs.pop("outlets", None) or [])
+        super().__init__(outlets=[*outlets, self.asset], **kwargs)
+        self.out_dir = str(out_dir)
+        self.kafka_config_id = kafka_config_id
+        self.topic = topic
+        self.max_records = max_records
+        self.timeout_s = timeout_s
+        self.value_format = value_format
+        self.chunk_records = chunk_records
+        self.chunk_interval_s = chunk_interval_s
+        self.workers = workers
+        self.fsync = fsync
+
+    def execute(self, context: Any) -> dict[str, Any]:
+        from airflow_provider_kip714.hooks.telemetry_topic import TelemetryTopicHook
+
+        hook = TelemetryTopicHook(
+            kafka_config_id=self.kafka_config_id, topic=self.topic, value_format=self.value_format
+        )
+        result = hook.land(
+            self.out_dir,
+            max_records=self.max_records,
+            timeout_s=self.timeout_s,
+            chunk_records=self.chunk_records,
+            chunk_interval_s=self.chunk_interval_s,
+            workers=self.workers,
+            fsync=self.fsync,
+        )
+        summary = result.as_dict()
+        outlet_events = context.get("outlet_events") if hasattr(context, "get") else None
+        if outlet_events is not None:
+            outlet_events[self.asset].extra = {
+                "records": result.records,
+                "points": result.points,
+                "quarantined": result.quarantined,
+                "partitions": summary["partitions"],
+            }
+        self.log.info(
+            "Landed %d records (%d datapoints, %d quarantined) into %s: %s",
+            result.records,
+            result.points,
+            result.quarantined,
+            self.out_dir,
+            result.stop_reason,
+        )
+        return summary
