@@ -14,7 +14,9 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit"))
 
-from otlp_payloads import client_headers, producer_like_payload
+from otlp_payloads import T0_NS, client_headers, every_kind_payload, producer_like_payload
+
+__all__ = ["T0_NS", "client_headers", "every_kind_payload", "producer_like_payload"]  # re-exported for tests
 
 
 def create_topic(config: dict[str, Any], partitions: int, prefix: str = "telemetry") -> str:
