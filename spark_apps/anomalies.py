@@ -20,7 +20,7 @@ from functools import reduce
 
 from kip714_common.baselines import BaselineSettings, client_group_column, learn_baselines
 from kip714_common.breaches import breach_condition, sustained_breaches
-from kip714_common.cli import Interval, base_parser, parse_common, parse_duration_seconds
+from kip714_common.cli import Interval, base_parser, parse_common, parse_duration_seconds, run_main
 from kip714_common.errors import SparkAppInputError
 from kip714_common.landing import hour_partition_filter, path_exists, read_datapoints
 from kip714_common.outputs import RunSummary, summarise_written, table_path, write_table
@@ -317,4 +317,4 @@ def _print_anomalies(spark: SparkSession, output_root: str, interval: Interval) 
 
 
 if __name__ == "__main__":
-    run(sys.argv[1:])
+    sys.exit(run_main(run, sys.argv[1:]))

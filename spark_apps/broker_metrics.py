@@ -23,7 +23,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
-from kip714_common.cli import base_parser, parse_common
+from kip714_common.cli import base_parser, parse_common, run_main
 from kip714_common.errors import SparkAppInputError
 from kip714_common.histograms import merged_counts_expression, percentile_expression
 from kip714_common.landing import read_datapoints
@@ -229,4 +229,4 @@ def run(argv: Sequence[str] | None = None, spark: SparkSession | None = None) ->
 
 
 if __name__ == "__main__":
-    run(sys.argv[1:])
+    sys.exit(run_main(run, sys.argv[1:]))

@@ -55,11 +55,22 @@ def application_args(
     bucket: str = "1m",
     **extra: str | int | float | bool | None,
 ) -> list[str]:
-    """``--input .. --output .. --start .. --end .. --bucket ..`` plus ``extra`` (``rules_file`` -> ``--rules-file``).
+    """The shared flags plus ``extra`` as flags (``rules="r.json"`` -> ``--rules r.json``).
 
     ``True`` adds a bare flag, ``False``/``None`` leave the flag out.
     """
-    args = ["--input", input_root, "--output", output_root, "--start", start, "--end", end, "--bucket", bucket]
+    args = [
+        "--input",
+        input_root,
+        "--output",
+        output_root,
+        "--start",
+        start,
+        "--end",
+        end,
+        "--bucket",
+        bucket,
+    ]
     for key, value in extra.items():
         flag = "--" + key.replace("_", "-")
         if value is True:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
-from kip714_common.cli import base_parser, parse_common
+from kip714_common.cli import base_parser, parse_common, run_main
 from kip714_common.landing import read_datapoints
 from kip714_common.outputs import RunSummary, summarise_written, write_table
 from kip714_common.rollup import rollup_points
@@ -39,4 +39,4 @@ def run(argv: Sequence[str] | None = None, spark: SparkSession | None = None) ->
 
 
 if __name__ == "__main__":
-    run(sys.argv[1:])
+    sys.exit(run_main(run, sys.argv[1:]))

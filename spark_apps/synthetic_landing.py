@@ -217,6 +217,7 @@ class LandingWriter:
     def __init__(self, root: str | Path) -> None:
         self.root = Path(root)
         self._files = 0
+        self._token = uuid.uuid4().hex[:12]  # several writers may share one landing root
         self.rows = 0
 
     def write(self, table: pa.Table) -> None:
@@ -228,7 +229,7 @@ class LandingWriter:
             part = table.filter(pc.equal(keys, key))
             folder = self.root / "datapoints" / f"date={date}" / f"hour={int(hour):02d}"
             folder.mkdir(parents=True, exist_ok=True)
-            pq.write_table(part, folder / f"part-{self._files:05d}.parquet")
+            pq.write_table(part, folder / f"part-{self._token}-{self._files:05d}.parquet")
             self._files += 1
             self.rows += part.num_rows
 

@@ -37,7 +37,7 @@ def client_group_column(group_by: tuple[str, ...]) -> Column:
 
 
 def learn_baselines(history: DataFrame, settings: BaselineSettings) -> DataFrame:
-    """Rows (metric_name, client_group, median, mad, scale, threshold, critical_threshold, history_buckets)."""
+    """Per (metric_name, client_group): median, mad, scale, threshold, critical_threshold, history_buckets."""
     keys = ("metric_name", "client_group")
     medians = history.groupBy(*keys).agg(
         F.percentile_approx("signal", 0.5, APPROX_ACCURACY).alias("median"),

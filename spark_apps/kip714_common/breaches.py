@@ -8,11 +8,10 @@ row number is constant along a run). A breach is kept when it lasts *more than* 
 
 from __future__ import annotations
 
-from pyspark.sql import Column, DataFrame, Window
-from pyspark.sql import functions as F
-
 from kip714_common.rollup import date_hour_columns
 from kip714_common.schemas import ANOMALY_SCHEMA, CLIENT_IDENTITY_COLUMNS
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
 
 RULE_COLUMNS = (
     "kind",

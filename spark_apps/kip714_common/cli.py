@@ -9,7 +9,8 @@ import argparse
 import json
 import math
 import re
-from collections.abc import Sequence
+import sys
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -143,3 +144,13 @@ def parse_common(
         ),
     )
     return namespace, common
+
+
+def run_main(run: Callable[[Sequence[str]], object], argv: Sequence[str]) -> int:
+    """``__main__`` entry of an app: bad input prints one line naming the flag and exits 2, no traceback."""
+    try:
+        run(argv)
+    except SparkAppInputError as err:
+        print(f"error: {err}", file=sys.stderr, flush=True)
+        return 2
+    return 0

@@ -11,10 +11,9 @@ is why the apps read a ``--counter-lookback`` before ``--start``.
 
 from __future__ import annotations
 
+from kip714_common.histograms import exponential_as_explicit
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
-
-from kip714_common.histograms import exponential_as_explicit
 
 HISTOGRAM_TYPES = ("histogram", "exponential_histogram")
 SERIES_COLUMNS = ("record_type", "client_instance_id", "series_node", "metric_name", "attributes_key")

@@ -15,11 +15,14 @@ from pyspark.sql import functions as F
 
 
 def percentile_expression(counts: str, bounds: str, low: str, high: str, quantile: float) -> Column:
-    """Estimated ``quantile`` of the explicit histogram in columns ``counts``/``bounds`` (min/max optional)."""
+    """Estimated ``quantile`` of the explicit histogram in columns ``counts``/``bounds``."""
     total = f"aggregate({counts}, 0D, (acc, c) -> acc + coalesce(c, 0))"
     target = f"({quantile} * {total})"
     lower = f"if(i = 0, least(coalesce({low}, 0D), coalesce(get({bounds}, 0), 0D)), get({bounds}, i - 1))"
-    upper = f"if(i >= size({bounds}), greatest(coalesce({high}, get({bounds}, i - 1)), get({bounds}, i - 1)), get({bounds}, i))"
+    last_bound = f"get({bounds}, i - 1)"
+    upper = (
+        f"if(i >= size({bounds}), greatest(coalesce({high}, {last_bound}), {last_bound}), get({bounds}, i))"
+    )
     step = (
         f"if(acc.result IS NULL AND {counts}[i] > 0 AND acc.seen + {counts}[i] >= {target}, "
         f"named_struct('seen', acc.seen + {counts}[i], 'result', "
@@ -29,7 +32,8 @@ def percentile_expression(counts: str, bounds: str, low: str, high: str, quantil
     return F.expr(
         f"CASE WHEN {counts} IS NULL OR size({counts}) = 0 OR {total} = 0 THEN NULL ELSE "
         f"aggregate(sequence(0, size({counts}) - 1), "
-        f"named_struct('seen', 0D, 'result', CAST(NULL AS DOUBLE)), (acc, i) -> {step}, acc -> acc.result) END"
+        f"named_struct('seen', 0D, 'result', CAST(NULL AS DOUBLE)), "
+        f"(acc, i) -> {step}, acc -> acc.result) END"
     )
 
 
@@ -51,6 +55,7 @@ def exponential_as_explicit() -> tuple[Column, Column]:
     bounds = F.expr(
         f"CASE WHEN size({positive}) = 0 THEN CAST(array() AS array<double>) "
         f"WHEN size({positive}) = 1 THEN array(0D) "
-        f"ELSE concat(array(0D), transform(sequence(1, size({positive}) - 1), j -> pow({base}, {offset} + j))) END"
+        f"ELSE concat(array(0D), "
+        f"transform(sequence(1, size({positive}) - 1), j -> pow({base}, {offset} + j))) END"
     )
     return counts, bounds

@@ -11,9 +11,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from datetime import datetime, timedelta
 
-from pyspark.sql import Column, DataFrame, SparkSession
-from pyspark.sql import functions as F
-
 from kip714_common.errors import SparkAppInputError
 from kip714_common.names import (
     METRIC_NAME_ALIASES,
@@ -22,6 +19,8 @@ from kip714_common.names import (
     metric_name_column,
 )
 from kip714_common.schemas import DATAPOINT_SCHEMA
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
 
 DATAPOINTS_DIR = "datapoints"
 

@@ -8,8 +8,8 @@ in details; rollups must put the same measurement from both on one row. The rule
 | name 1 | lower-case; ``-`` becomes ``.`` | ``Record-Queue-Time-Max`` -> ``record.queue.time.max`` |
 | name 2 | drop the ``org.apache.kafka.`` prefix | ``org.apache.kafka.producer.x`` -> ``producer.x`` |
 | name 3 | ``METRIC_NAME_ALIASES`` (after steps 1-2) | a client-specific name -> the common one |
-| label 1 | key lower-case; ``.`` and ``-`` become ``_`` | ``node.id`` (librdkafka), ``node-id`` -> ``node_id`` |
-| label 2 | ``node_id`` value loses a ``node-`` prefix | Java ``"node-1"`` -> ``"1"``, librdkafka int ``1`` -> ``"1"`` |
+| label 1 | key lower-case; ``.`` and ``-`` become ``_`` | ``node.id`` (librdkafka) -> ``node_id`` |
+| label 2 | ``node_id`` value loses a ``node-`` prefix | Java ``"node-1"`` -> ``"1"`` (librdkafka: ``1``) |
 | label 3 | ``client_id`` label dropped | the broker-added ``client_id`` column already says it |
 
 Broker metric names (``kafka.server.client_metrics.*``, ``kip714.*``) pass steps 1-2 unchanged.

@@ -1,4 +1,4 @@
-"""The rollup: time bucket x client instance x metric x labels -> count/min/max/avg/sum/last, rates, percentiles.
+"""The rollup: bucket x client instance x metric x labels -> count/min/max/avg/sum/last, rates, percentiles.
 
 Shared by the rollups app (which writes it), the anomalies app (which can compute it on the fly) and the
 broker-metrics app (which rolls broker records up first, then per broker).
@@ -11,14 +11,13 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from pyspark.sql import Column, DataFrame
-from pyspark.sql import functions as F
-
 from kip714_common.cli import Interval
 from kip714_common.counters import HISTOGRAM_TYPES, with_increments
 from kip714_common.histograms import merged_counts_expression, percentile_expression
 from kip714_common.landing import epoch_nanos
 from kip714_common.schemas import CLIENT_IDENTITY_COLUMNS, ROLLUP_SCHEMA
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
 
 PERCENTILES = {"p50": 0.5, "p95": 0.95, "p99": 0.99}
 GROUP_COLUMNS = (

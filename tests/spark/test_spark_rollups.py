@@ -14,7 +14,18 @@ pytestmark = pytest.mark.spark
 
 
 def _run(landing: Path, output: Path, start: str, end: str, spark, bucket: str = "1m"):  # type: ignore[no-untyped-def]
-    argv = ["--input", str(landing), "--output", str(output), "--start", start, "--end", end, "--bucket", bucket]
+    argv = [
+        "--input",
+        str(landing),
+        "--output",
+        str(output),
+        "--start",
+        start,
+        "--end",
+        end,
+        "--bucket",
+        bucket,
+    ]
     return rollups.run(argv, spark)
 
 

@@ -1,0 +1,115 @@
+"""Thresholds and anomalies on real Spark: a spike is found with its duration, clean series stay quiet."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import anomalies
+import pytest
+import rollups
+
+from tests.spark import scenarios
+
+pytestmark = pytest.mark.spark
+RULES = Path(__file__).resolve().parents[2] / "spark_apps" / "rules" / "default_rules.json"
+
+
+@pytest.fixture(scope="module")
+def anomaly_run(spark, tmp_path_factory):  # type: ignore[no-untyped-def]
+    root = tmp_path_factory.mktemp("anomaly")
+    scenario = scenarios.write_anomaly_scenario(str(root / "landing"))
+    common = ["--input", str(root / "landing"), "--output", str(root / "out"), "--bucket", "1m"]
+    for start, end in (("13:00", "14:00"), ("14:00", "15:00")):
+        rollups.run([*common, "--start", f"2026-01-31T{start}:00Z", "--end", f"2026-01-31T{end}:00Z"], spark)
+    summary = anomalies.run(
+        [
+            *common,
+            *("--rules", str(RULES), "--history", "1h"),
+            *("--start", "2026-01-31T14:00:00Z", "--end", "2026-01-31T15:00:00Z"),
+        ],
+        spark,
+    )
+    found = spark.read.parquet(str(root / "out" / "anomalies")).collect()
+    thresholds = spark.read.parquet(str(root / "out" / "thresholds")).collect()
+    return scenario, summary, found, thresholds
+
+
+def test_injected_spike_breaks_the_kip_rule_for_exactly_its_duration(anomaly_run):
+    scenario, _, found, _ = anomaly_run
+    (static,) = [a for a in found if a["kind"] == "static"]
+    assert static["rule_name"] == "producer-record-queue-time"
+    assert static["client_instance_id"] == scenario.anomalous.instance_id
+    assert static["client_id"] == "orders-producer"
+    assert static["client_source_address"] == scenario.anomalous.source_address
+    assert (static["client_software_name"], static["client_software_version"]) == (
+        scenario.anomalous.software_name,
+        scenario.anomalous.software_version,
+    )
+    assert static["breach_start"].replace(tzinfo=None) == scenario.breach_start.replace(tzinfo=None)
+    assert static["breach_end"].replace(tzinfo=None) == scenario.breach_end.replace(tzinfo=None)
+    assert static["duration_seconds"] == 300
+    assert static["peak_value"] == scenario.spike_value
+    assert static["excess"] == pytest.approx(scenario.spike_value - 5000)
+    assert static["severity"] == "warning"  # 8000 is below the rule's critical 15000
+
+
+def test_learned_baseline_flags_the_same_spike_and_nothing_else(anomaly_run):
+    scenario, _, found, thresholds = anomaly_run
+    baseline = [a for a in found if a["kind"] == "baseline"]
+    assert len(baseline) == 1
+    (spike,) = baseline
+    assert spike["metric_name"] == "producer.record.queue.time.max"
+    assert spike["client_instance_id"] == scenario.anomalous.instance_id
+    assert spike["duration_seconds"] == 300
+    assert spike["severity"] == "critical"
+    learned = {(t["metric_name"], t["client_group"]): t for t in thresholds if t["kind"] == "baseline"}
+    queue = learned[("producer.record.queue.time.max", "confluent-kafka-python|orders-producer")]
+    assert 95 < queue["median"] < 105  # the spike does not drag the median
+    assert queue["threshold"] < 5000
+
+
+def test_clean_and_flat_series_raise_no_anomaly(anomaly_run):
+    scenario, summary, found, thresholds = anomaly_run
+    quiet = {scenario.clean.instance_id, scenario.java.instance_id}
+    assert [a for a in found if a["client_instance_id"] in quiet] == []
+    assert [a for a in found if a["metric_name"] == "producer.connection.creation.rate"] == []
+    flat = [t for t in thresholds if t["metric_name"] == "producer.connection.creation.rate"]
+    assert flat and all(t["mad"] == 0 and t["scale"] == pytest.approx(4.2) for t in flat)  # floor: 10% of 42
+    assert summary.tables["anomalies"]["rows"] == 2
+
+
+def test_thresholds_list_the_static_rules_with_their_duration(anomaly_run):
+    _, _, _, thresholds = anomaly_run
+    static = {t["rule_name"]: t for t in thresholds if t["kind"] == "static"}
+    assert set(static) == {
+        "producer-record-queue-time",
+        "producer-broker-throttling",
+        "producer-request-latency",
+    }
+    kip_rule = static["producer-record-queue-time"]
+    assert (kip_rule["metric_name"], kip_rule["threshold"], kip_rule["min_duration_seconds"]) == (
+        "producer.record.queue.time.max",
+        5000.0,
+        180,
+    )
+
+
+def test_anomalies_from_landing_need_no_rollups_table(spark, tmp_path):
+    scenario = scenarios.write_anomaly_scenario(str(tmp_path / "landing"))
+    anomalies.run(
+        [
+            *("--input", str(tmp_path / "landing"), "--output", str(tmp_path / "out")),
+            *(
+                "--start",
+                "2026-01-31T14:15:00Z",
+                "--end",
+                "2026-01-31T14:35:00Z",
+                "--rollups-source",
+                "landing",
+            ),
+            *("--rules", str(RULES), "--history", "0s", "--no-baselines"),
+        ],
+        spark,
+    )
+    (found,) = spark.read.parquet(str(tmp_path / "out" / "anomalies")).collect()
+    assert (found["client_instance_id"], found["duration_seconds"]) == (scenario.anomalous.instance_id, 300)

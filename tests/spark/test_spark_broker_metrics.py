@@ -1,0 +1,71 @@
+"""Broker health on real Spark: exports, throttle and error ratios, restart resets, flags."""
+
+from __future__ import annotations
+
+import broker_metrics
+import pytest
+
+from tests.spark import scenarios
+
+pytestmark = pytest.mark.spark
+
+
+@pytest.fixture(scope="module")
+def broker_run(spark, tmp_path_factory):  # type: ignore[no-untyped-def]
+    root = tmp_path_factory.mktemp("brokers")
+    scenario = scenarios.write_broker_scenario(str(root / "landing"))
+    broker_metrics.run(
+        [
+            *("--input", str(root / "landing"), "--output", str(root / "out"), "--bucket", "5m"),
+            *("--start", "2026-01-31T13:00:00Z", "--end", "2026-01-31T14:00:00Z"),
+        ],
+        spark,
+    )
+    brokers = spark.read.parquet(str(root / "out" / "broker_metrics")).orderBy("bucket_start").collect()
+    clients = spark.read.parquet(str(root / "out" / "broker_client_metrics")).collect()
+    return scenario, brokers, clients
+
+
+def test_per_broker_counts_and_ratios(broker_run):
+    _, brokers, _ = broker_run
+    first = [b for b in brokers if b["broker_node_id"] == 1]
+    second = [b for b in brokers if b["broker_node_id"] == 2]
+    assert len(first) == len(second) == 12
+    for window in first:
+        assert window["pushes_exported"] == 60  # 2 clients x 30 pushes per 5 min
+        assert window["throttled_pushes"] == 90
+        assert window["throttle_ratio"] == pytest.approx(0.6)
+        assert window["unknown_subscription_requests"] == 30
+        assert window["plugin_errors"] == 0 and window["plugin_failing"] is False
+        assert window["instance_count"] == 2
+        assert window["export_time_avg_ms"] == pytest.approx(3.0)
+        assert window["export_time_p99_ms"] == pytest.approx(1 + 4 * 0.99)
+        assert window["throttled_clients"] == 1
+    for window in second:
+        assert (window["pushes_exported"], window["plugin_errors"]) == (30, 30)
+        assert window["plugin_error_ratio"] == pytest.approx(0.5)
+        assert window["plugin_failing"] is True
+        assert window["cluster_id"] == "cluster-a"
+
+
+def test_broker_restart_resets_counters_without_negative_steps(broker_run):
+    scenario, brokers, _ = broker_run
+    restart_window = [b for b in brokers if b["broker_node_id"] == 1 and b["bucket_start"].minute == 30]
+    (window,) = restart_window
+    assert window["counter_resets"] == 6  # unknown-subscription, 3 client counters, 2 export-time histograms
+    assert window["pushes_exported"] == 60
+    assert min(b["pushes_exported"] for b in brokers) >= 0
+    assert scenario.restart_at.minute == 30
+
+
+def test_clients_with_high_throttle_ratio_are_flagged_with_their_labels(broker_run):
+    scenario, _, clients = broker_run
+    flagged = {
+        (c["client_instance_id"], c["client_id"], c["client_source_address"])
+        for c in clients
+        if c["high_throttle_ratio"]
+    }
+    throttled = scenario.throttled_client
+    assert flagged == {(throttled.instance_id, throttled.client_id, throttled.source_address)}
+    ratios = [c["throttle_ratio"] for c in clients if c["client_instance_id"] == throttled.instance_id]
+    assert ratios == pytest.approx([0.75] * 12)  # 3 throttled of 4 attempts per push, every 5-minute window

@@ -1,0 +1,125 @@
+"""Output schemas on disk, Python/Spark normalisation agreement, and a real ``spark-submit`` run."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import anomalies
+import broker_metrics
+import pytest
+import rollups
+from kip714_common.names import (
+    labels_column,
+    labels_key,
+    labels_key_column,
+    metric_name_column,
+    normalise_labels,
+    normalise_metric_name,
+)
+from kip714_common.schemas import OUTPUT_PARTITION_COLUMNS, OUTPUT_SCHEMAS
+from pyspark.sql import functions as F
+
+from spark_apps.package import DEFAULT_RULES, application_args, application_path, build_common_zip
+from tests.spark import scenarios
+
+pytestmark = pytest.mark.spark
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _data_columns(table: str) -> list[tuple[str, object]]:
+    return [
+        (f.name, f.dataType) for f in OUTPUT_SCHEMAS[table].fields if f.name not in OUTPUT_PARTITION_COLUMNS
+    ]
+
+
+def test_every_output_table_is_written_in_its_schema_under_date_hour_partitions(spark, tmp_path):
+    landing, out = tmp_path / "landing", tmp_path / "out"
+    scenarios.write_broker_scenario(str(landing))
+    scenarios.write_anomaly_scenario(str(landing))
+    common = ["--input", str(landing), "--output", str(out), "--start", "2026-01-31T13:00:00Z"]
+    rollups.run([*common, "--end", "2026-01-31T15:00:00Z"], spark)
+    anomalies.run(
+        [*common, "--end", "2026-01-31T15:00:00Z", "--rules", str(DEFAULT_RULES), "--history", "0s"], spark
+    )
+    broker_metrics.run([*common, "--end", "2026-01-31T14:00:00Z", "--bucket", "5m"], spark)
+
+    for table in OUTPUT_SCHEMAS:
+        leaves = sorted((out / table).glob("date=*/hour=*"))
+        assert leaves, table
+        assert {(leaf.parent.name, leaf.name) for leaf in leaves} <= {
+            ("date=2026-01-31", "hour=13"),
+            ("date=2026-01-31", "hour=14"),
+        }, table
+        written = spark.read.parquet(str(leaves[0]))
+        assert [(f.name, f.dataType) for f in written.schema.fields] == _data_columns(table), table
+        assert written.count() > 0, table
+
+
+def test_python_and_spark_normalisation_agree(spark):
+    names = [
+        "org.apache.kafka.producer.Record-Queue-Time-Max",
+        "kafka.server.client_metrics.throttle.count",
+        "x-y",
+    ]
+    labels = [
+        {"node.id": "1"},
+        {"node_id": "node-2", "client_id": "a"},
+        {"Node-Id": "node--1", "topic": "t"},
+        {},
+    ]
+    frame = spark.createDataFrame(
+        [(name, label_set) for name in names for label_set in labels],
+        "name string, labels map<string,string>",
+    )
+    normalised = labels_column(F.col("labels"))
+    rows = frame.select(
+        "name",
+        "labels",
+        metric_name_column(F.col("name")).alias("n"),
+        normalised.alias("l"),
+        labels_key_column(normalised).alias("k"),
+    ).collect()
+    for row in rows:
+        assert row["n"] == normalise_metric_name(row["name"])
+        assert row["l"] == normalise_labels(row["labels"])
+        assert row["k"] == labels_key(normalise_labels(row["labels"]))
+
+
+def test_rollups_app_runs_under_spark_submit_with_the_shipped_zip(tmp_path):
+    landing, out = tmp_path / "landing", tmp_path / "out"
+    scenarios.write_label_scenario(str(landing))
+    command = [
+        str(Path(sys.executable).parent / "spark-submit"),
+        "--master", "local[1]",
+        "--conf", "spark.ui.enabled=false",
+        "--conf", "spark.sql.shuffle.partitions=1",
+        "--py-files", str(build_common_zip(tmp_path / "build")),
+        str(application_path("rollups")),
+        *application_args(str(landing), str(out), "2026-01-31T13:00:00Z", "2026-01-31T13:02:00Z", "1m"),
+    ]  # fmt: skip
+    env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable}
+    finished = subprocess.run(command, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
+    assert finished.returncode == 0, finished.stderr[-3000:]
+    (line,) = [ln for ln in finished.stdout.splitlines() if ln.startswith("KIP714_SUMMARY ")]
+    summary = json.loads(line.removeprefix("KIP714_SUMMARY "))
+    assert summary["app"] == "kip714-rollups"
+    assert summary["tables"]["rollups"]["rows"] == 4  # 2 clients x 2 buckets
+    assert summary["tables"]["rollups"]["partitions"] == ["date=2026-01-31/hour=13"]
+
+
+def test_spark_submit_reports_a_bad_flag_by_name(tmp_path):
+    command = [
+        str(Path(sys.executable).parent / "spark-submit"), "--master", "local[1]",
+        "--py-files", str(build_common_zip(tmp_path / "build")), str(application_path("rollups")),
+        *application_args(str(tmp_path), str(tmp_path / "o"), "2026-01-31T13:00Z", "2026-01-31T14:00Z", "7m"),
+    ]  # fmt: skip
+    env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable}
+    finished = subprocess.run(command, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
+    output = finished.stdout + finished.stderr  # spark-submit merges the Python driver's stderr into stdout
+    assert finished.returncode == 2, output[-3000:]
+    assert "error: --bucket: must divide one hour" in output, output[-3000:]
+    assert "Traceback" not in output
