@@ -24,25 +24,37 @@ def get_provider_info() -> dict[str, Any]:
         "hooks": [
             {
                 "integration-name": "Kafka KIP-714 client metrics",
-                "python-modules": ["airflow_provider_kip714.hooks.client_metrics"],
+                "python-modules": [
+                    "airflow_provider_kip714.hooks.client_metrics",
+                    "airflow_provider_kip714.hooks.telemetry_topic",
+                ],
             }
         ],
         "operators": [
             {
                 "integration-name": "Kafka KIP-714 client metrics",
-                "python-modules": ["airflow_provider_kip714.operators.client_metrics"],
+                "python-modules": [
+                    "airflow_provider_kip714.operators.client_metrics",
+                    "airflow_provider_kip714.operators.telemetry",
+                ],
             }
         ],
         "sensors": [
             {
                 "integration-name": "Kafka KIP-714 client metrics",
-                "python-modules": ["airflow_provider_kip714.sensors.client_metrics_window"],
+                "python-modules": [
+                    "airflow_provider_kip714.sensors.client_metrics_window",
+                    "airflow_provider_kip714.sensors.telemetry_arrival",
+                ],
             }
         ],
         "triggers": [
             {
                 "integration-name": "Kafka KIP-714 client metrics",
-                "python-modules": ["airflow_provider_kip714.triggers.client_metrics_window"],
+                "python-modules": [
+                    "airflow_provider_kip714.triggers.client_metrics_window",
+                    "airflow_provider_kip714.triggers.telemetry_arrival",
+                ],
             }
         ],
         "connection-types": [
