@@ -113,7 +113,7 @@ def wait_for_names(
         if names:
             return names
         if process.poll() is not None:
-            error = process.stderr.read()[-3000:] if process.stderr else ""
+            error = process.stderr.read()[-3000:] if process.stderr else "(see the output file)"
             pytest.fail(f"dag.test ended before creating the window: {error}")
         time.sleep(0.5)
     pytest.fail(f"no window subscription labelled {label} appeared within {limit_s} s")
@@ -133,24 +133,39 @@ def window_env(env: dict[str, str], label: str, window: str) -> dict[str, str]:
     }
 
 
-def test_dag_test_with_20s_window_leaves_no_subscription(
-    airflow_env: dict[str, str], admin: ClientMetricsAdmin
+def test_dag_test_with_20s_window_leaves_no_subscription_and_no_secret_in_logs(
+    airflow_env: dict[str, str], admin: ClientMetricsAdmin, kafka_cluster: LocalKafkaCluster, tmp_path: Path
 ) -> None:
     label = f"dagtest-{uuid.uuid4().hex[:8]}"
-    process = start_dag_test(
-        window_env(airflow_env, label, "20s"), WINDOW_DAG, "kip714_test_window", datetime.now(UTC)
-    )
+    user = sorted(kafka_cluster.sasl_users)[0]
+    password = kafka_cluster.sasl_users[user]
+    sasl_connection = {"conn_type": "kafka", "extra": kafka_cluster.client_config(sasl_user=user)}
+    env = {
+        **window_env(airflow_env, label, "20s"),
+        "AIRFLOW_CONN_KAFKA_DEFAULT": json.dumps(sasl_connection),  # through the SASL listener
+        # kafka-python logs its whole config (password included) at DEBUG; we filter that record.
+        # (Airflow's own supervisor logs MaskSecret requests verbatim at DEBUG, so only kafka goes DEBUG.)
+        "AIRFLOW__LOGGING__NAMESPACE_LEVELS": "kafka=DEBUG airflow_provider_kip714=DEBUG",
+    }
+    output = tmp_path / "dag-test.log"
+    process = start_dag_test(env, WINDOW_DAG, "kip714_test_window", datetime.now(UTC), output=output)
     seen = wait_for_names(admin, label, process, limit_s=120)
     assert len(seen) == 1
     described = admin.describe(seen[0])
     assert described is not None and described.metrics == ("org.apache.kafka.producer.",)
     assert described.interval_ms == 1000
 
-    summary = finish(process)
+    assert process.wait(timeout=300) == 0, output.read_text()[-4000:]
+    summary = json.loads(
+        next(line for line in reversed(output.read_text().splitlines()) if line.startswith('{"state"'))
+    )
     assert summary["state"] == "success", summary
     assert summary["xcom"]["window"] == seen[0]
     assert names_with_label(admin, label) == []
     assert parse_window_name(seen[0]).expires_at <= datetime.now(UTC)
+    log_text = output.read_text()
+    assert "deleted" in log_text and seen[0] in log_text
+    assert password not in log_text
 
 
 def test_sigkilled_window_is_reused_by_retry_and_removed_by_reaper(
