@@ -97,14 +97,24 @@ def _open_admin(args: argparse.Namespace) -> ClientMetricsAdmin:
     """Build the admin from --bootstrap-server/--command-config or --conn-id; validated, not yet connected."""
     if logging.getLogger().getEffectiveLevel() > logging.DEBUG:
         logging.getLogger("kafka").setLevel(logging.CRITICAL)  # its retries are noise; errors reach us
+        logging.getLogger("airflow_provider_kip714").setLevel(logging.WARNING)  # results are printed
     if args.conn_id and (args.bootstrap_server or args.command_config):
         raise SubscriptionValidationError(
             "--conn-id", "use either --conn-id or --bootstrap-server/--command-config"
         )
     if args.conn_id:
+        if logging.getLogger().getEffectiveLevel() > logging.DEBUG:
+            logging.getLogger("airflow").setLevel(logging.WARNING)  # config-loading chatter
+        from airflow.sdk.exceptions import AirflowNotFoundException
+
         from airflow_provider_kip714.hooks.client_metrics import ClientMetricsHook
 
-        return ClientMetricsHook(kafka_config_id=args.conn_id).admin
+        try:
+            return ClientMetricsHook(kafka_config_id=args.conn_id).admin
+        except AirflowNotFoundException:
+            raise SubscriptionValidationError(
+                "--conn-id", "no such Airflow connection (AIRFLOW_CONN_* or the metadata DB)", args.conn_id
+            ) from None
     if not args.bootstrap_server:
         raise SubscriptionValidationError("--bootstrap-server", "is required (or give --conn-id)")
     extra: dict[str, Any] = {}

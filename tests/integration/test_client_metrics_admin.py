@@ -270,3 +270,41 @@ def test_cli_unreachable_cluster_fails_with_one_line() -> None:
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1, result.stderr
     assert "cannot reach Kafka at 127.0.0.1:1" in lines[0]
+
+
+def test_cli_conn_id_reuses_an_airflow_connection(
+    kafka_cluster: LocalKafkaCluster, admin: ClientMetricsAdmin, tmp_path: Path
+) -> None:
+    user = sorted(kafka_cluster.sasl_users)[0]
+    connection = {"conn_type": "kafka", "extra": kafka_cluster.client_config(sasl_user=user)}
+    env = {
+        **{key: value for key, value in os.environ.items() if not key.startswith("AIRFLOW")},
+        "AIRFLOW_HOME": str(tmp_path),
+        "AIRFLOW_CONN_KIP714_CLI_TEST": json.dumps(connection),
+        "PYTHONPATH": str(REPO_ROOT),
+    }
+    name = unique("conn-id")
+    command = [*KIP714, "subscriptions"]
+    added = subprocess.run(
+        [*command, "add", "--conn-id", "kip714_cli_test", "--name", name, "--block", "--match", nobody()],
+        capture_output=True, text=True, timeout=120, env=env,
+    )  # fmt: skip
+    try:
+        assert added.returncode == 0, added.stderr
+        assert added.stdout.strip() == f"created: {name}"
+        assert name in admin.list_names()
+        assert kafka_cluster.sasl_users[user] not in added.stdout + added.stderr
+    finally:
+        admin.delete(name)
+    missing = subprocess.run(
+        [*command, "list", "--conn-id", "no_such_connection"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+    assert missing.returncode == 2
+    assert missing.stderr.strip() == (
+        "kip714: error: --conn-id: no such Airflow connection (AIRFLOW_CONN_* or the metadata DB) "
+        "(got 'no_such_connection')"
+    )
