@@ -1,0 +1,324 @@
+"""Build the troubleshooting report of one zone: ``<zone>/report/report.html`` plus ``plots/*.png``.
+
+Inputs are the Spark apps' tables under ``<zone>/analytics`` (rollups, thresholds, anomalies,
+broker_metrics, broker_client_metrics); any of them may be missing or empty (a window where nothing
+breached, a cluster without broker records), and the page says so instead of failing.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from airflow_provider_kip714.data_layout import Zone, safe_run_name
+from airflow_provider_kip714.report import page
+from airflow_provider_kip714.report.plots import Series, ThresholdLine, plot_broker, plot_metric
+from airflow_provider_kip714.report.tables import read_zone_table
+
+REPORT_FILE = "report.html"
+SUMMARY_FILE = "summary.json"
+PLOTS_DIR = "plots"
+REPORT_URL_PREFIX = "/kip714/reports"
+DEFAULT_MAX_PLOTS = 300
+DEFAULT_CLIENT_GROUP_BY = ("client_software_name", "client_id")
+IDENTITY_COLUMNS = (
+    "client_id",
+    "client_instance_id",
+    "client_source_address",
+    "client_software_name",
+    "client_software_version",
+    "principal",
+)
+RULE_SELECTORS = (
+    "client_instance_id",
+    "client_id",
+    "client_software_name",
+    "client_software_version",
+    "client_source_address",
+    "principal",
+)
+_GROUP_SPLIT = re.compile(r",(?=(?:{})~)".format("|".join(RULE_SELECTORS)))
+_UNSAFE_FILE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def report_url_path(run_id: str) -> str:
+    """Where the UI page serves a run's report (the path convention shared with the UI plugin)."""
+    return f"{REPORT_URL_PREFIX}/{safe_run_name(run_id)}/{REPORT_FILE}"
+
+
+@dataclass
+class ReportResult:
+    """What the report holds; returned to XCom by the report task and written as ``summary.json``."""
+
+    html_path: str
+    clients: int = 0
+    metrics_plotted: int = 0
+    plots_skipped: int = 0
+    anomalies: int = 0
+    brokers: int = 0
+    plots: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class ClientPlot:
+    metric_name: str
+    image: str
+    anomalous: bool
+
+
+@dataclass
+class ClientSection:
+    identity: dict[str, str]
+    metrics: int
+    plots: list[ClientPlot] = field(default_factory=list)
+
+
+def _file_part(text: str) -> str:
+    return _UNSAFE_FILE.sub("_", text).strip("_")[:80] or "x"
+
+
+def _static_rule_applies(client_group: str, identity: Mapping[str, str]) -> bool:
+    """A static rule's ``client_group`` is ``*`` or ``selector~regex`` pairs; all must match whole values."""
+    if not client_group or client_group == "*":
+        return True
+    for part in _GROUP_SPLIT.split(client_group):
+        selector, _, pattern = part.partition("~")
+        value = identity.get(selector) or ""
+        try:
+            if re.fullmatch(pattern, value) is None:
+                return False
+        except re.error:
+            return False
+    return True
+
+
+def _threshold_lines(
+    thresholds: pd.DataFrame, metric: str, identity: Mapping[str, str], group_by: Sequence[str]
+) -> list[tuple[str, ThresholdLine]]:
+    """(field, line) pairs for one client's metric: static rules that match it and its baseline."""
+    if thresholds.empty:
+        return []
+    rows = thresholds[thresholds["metric_name"] == metric]
+    group = "|".join(identity.get(column) or "" for column in group_by)
+    lines: list[tuple[str, ThresholdLine]] = []
+    seen: set[tuple[str, str, float]] = set()
+    for row in rows.itertuples(index=False):
+        if row.kind == "static" and not _static_rule_applies(str(row.client_group), identity):
+            continue
+        if row.kind == "baseline" and row.client_group != group:
+            continue
+        for value, severity in ((row.threshold, "warning"), (row.critical_threshold, "critical")):
+            if value is None or pd.isna(value):
+                continue
+            key = (str(row.rule_name), severity, float(value))
+            if key in seen:
+                continue
+            seen.add(key)
+            label = f"{row.rule_name}: {row.field} {row.comparison}" + (
+                " (critical)" if severity == "critical" else ""
+            )
+            lines.append((str(row.field), ThresholdLine(label, float(value), severity)))
+    return lines
+
+
+def _metric_series(rows: pd.DataFrame, fields: Sequence[str]) -> list[Series]:
+    series: list[Series] = []
+    for attributes_key, part in rows.groupby(rows["attributes_key"].fillna(""), sort=True):
+        part = part.sort_values("bucket_start")
+        for column in fields:
+            if column not in part.columns or part[column].isna().all():
+                continue
+            label = column + (f" {attributes_key}" if attributes_key else "")
+            series.append(Series(label, list(part["bucket_start"]), [float(v) for v in part[column]]))
+    return series
+
+
+def _client_identities(rollups: pd.DataFrame, anomalies: pd.DataFrame) -> dict[str, dict[str, str]]:
+    identities: dict[str, dict[str, str]] = {}
+    for frame in (rollups, anomalies):
+        if frame.empty:
+            continue
+        for row in frame.drop_duplicates("client_instance_id").itertuples(index=False):
+            instance = str(row.client_instance_id or "")
+            identity = identities.setdefault(instance, {})
+            for column in IDENTITY_COLUMNS:
+                value = getattr(row, column, None)
+                if value is not None and not pd.isna(value) and not identity.get(column):
+                    identity[column] = str(value)
+    return identities
+
+
+def _clip(frame: pd.DataFrame, column: str, window: tuple[datetime, datetime] | None) -> pd.DataFrame:
+    if frame.empty or window is None or column not in frame.columns:
+        return frame
+    start, end = (_utc(moment) for moment in window)
+    return frame[(frame[column] >= start) & (frame[column] < end)]
+
+
+def _utc(moment: datetime) -> pd.Timestamp:
+    stamp = pd.Timestamp(moment)
+    return stamp.tz_convert("UTC") if stamp.tzinfo is not None else stamp.tz_localize("UTC")
+
+
+def _client_sections(
+    rollups: pd.DataFrame,
+    thresholds: pd.DataFrame,
+    anomalies: pd.DataFrame,
+    plots_dir: Path,
+    max_plots: int,
+    group_by: Sequence[str],
+) -> tuple[list[ClientSection], int]:
+    identities = _client_identities(rollups, anomalies)
+    anomalous = (
+        set(zip(anomalies["client_instance_id"], anomalies["metric_name"], strict=True))
+        if not anomalies.empty
+        else set()
+    )
+    order = sorted(identities, key=lambda i: (identities[i].get("client_id", ""), i))
+    plans: list[tuple[int, str, str]] = []  # (priority, instance, metric): anomalous metrics first
+    by_client = {i: part for i, part in rollups.groupby("client_instance_id")} if not rollups.empty else {}
+    for instance in order:
+        part = by_client.get(instance)
+        if part is None:
+            continue
+        for metric in sorted(part["metric_name"].dropna().unique()):
+            plans.append((0 if (instance, metric) in anomalous else 1, instance, metric))
+    chosen = {(i, m) for _, i, m in sorted(plans, key=lambda p: (p[0], order.index(p[1]), p[2]))[:max_plots]}
+    skipped = len(plans) - len(chosen)
+
+    sections: list[ClientSection] = []
+    for index, instance in enumerate(order):
+        identity = identities[instance]
+        part = by_client.get(instance)
+        metrics = sorted(part["metric_name"].dropna().unique()) if part is not None else []
+        section = ClientSection(identity=identity, metrics=len(metrics))
+        for metric in sorted(metrics, key=lambda m: ((instance, m) not in anomalous, m)):
+            if (instance, metric) not in chosen:
+                continue
+            rows = part[part["metric_name"] == metric]
+            lines = _threshold_lines(thresholds, metric, identity, group_by)
+            fields = ["signal", *sorted({f for f, _ in lines if f != "signal"})]
+            unit = str(rows["metric_unit"].dropna().iloc[0]) if rows["metric_unit"].notna().any() else ""
+            title = f"{identity.get('client_id', '?')} · {metric}"
+            image = plots_dir / f"client{index:03d}-{_file_part(metric)}.png"
+            plot_metric(image, title, unit, _metric_series(rows, fields), [line for _, line in lines])
+            section.plots.append(
+                ClientPlot(metric, f"{PLOTS_DIR}/{image.name}", (instance, metric) in anomalous)
+            )
+        sections.append(section)
+    return sections, skipped
+
+
+def _broker_health(broker_metrics: pd.DataFrame, plots_dir: Path) -> tuple[list[dict[str, Any]], list[str]]:
+    rows: list[dict[str, Any]] = []
+    images: list[str] = []
+    if broker_metrics.empty:
+        return rows, images
+    for (cluster, node), part in broker_metrics.groupby(["cluster_id", "broker_node_id"], dropna=False):
+        exported = float(part["pushes_exported"].fillna(0).sum())
+        throttled = float(part["throttled_pushes"].fillna(0).sum())
+        errors = float(part["plugin_errors"].fillna(0).sum())
+        attempts = exported + errors + throttled
+        rows.append(
+            {
+                "cluster_id": cluster,
+                "broker_node_id": node,
+                "buckets": len(part),
+                "instance_count_max": part["instance_count_max"].max(),
+                "pushes_exported": exported,
+                "throttled_pushes": throttled,
+                "throttle_ratio": throttled / attempts if attempts else None,
+                "unknown_subscription_requests": float(part["unknown_subscription_requests"].fillna(0).sum()),
+                "plugin_errors": errors,
+                "plugin_error_ratio": errors / (exported + errors) if exported + errors else None,
+                "export_time_avg_ms": part["export_time_avg_ms"].mean(),
+                "export_time_max_ms": part["export_time_max_ms"].max(),
+                "export_time_p99_ms": part["export_time_p99_ms"].max(),
+                "counter_resets": int(part["counter_resets"].fillna(0).sum()),
+                "plugin_failing": bool(part["plugin_failing"].fillna(False).any()),
+            }
+        )
+        image = plots_dir / f"broker-{_file_part(str(cluster))}-{node}.png"
+        plot_broker(image, f"broker {node} ({cluster})", part)
+        images.append(f"{PLOTS_DIR}/{image.name}")
+    return rows, images
+
+
+def build_report(
+    zone: Zone,
+    *,
+    title: str = "KIP-714 troubleshooting report",
+    request: Mapping[str, Any] | None = None,
+    window: tuple[datetime, datetime] | None = None,
+    max_plots: int = DEFAULT_MAX_PLOTS,
+    client_group_by: Sequence[str] = DEFAULT_CLIENT_GROUP_BY,
+) -> ReportResult:
+    """Write ``<zone>/report/report.html`` (and its plots) from ``<zone>/analytics``; replaces an old one.
+
+    ``window`` limits the plotted buckets and anomalies to ``[start, end)``; ``max_plots`` bounds the
+    work on big fleets (metrics with anomalies are plotted first, the rest are counted as skipped).
+    """
+    if max_plots < 0:
+        raise ValueError(f"max_plots: must be >= 0 (got {max_plots!r})")
+    rollups = read_zone_table(zone, "rollups")
+    if not rollups.empty:
+        rollups = _clip(rollups[rollups["record_type"] == "client"], "bucket_start", window)
+    thresholds = read_zone_table(zone, "thresholds")
+    anomalies = _clip(read_zone_table(zone, "anomalies"), "breach_start", window)
+    broker_metrics = _clip(read_zone_table(zone, "broker_metrics"), "bucket_start", window)
+    broker_clients = _clip(read_zone_table(zone, "broker_client_metrics"), "bucket_start", window)
+
+    report_dir = zone.report
+    plots_dir = report_dir / PLOTS_DIR
+    if plots_dir.exists():
+        shutil.rmtree(plots_dir)  # a rerun replaces the report, no stale plots
+    plots_dir.mkdir(parents=True)
+
+    sections, skipped = _client_sections(
+        rollups, thresholds, anomalies, plots_dir, max_plots, client_group_by
+    )
+    brokers, broker_images = _broker_health(broker_metrics, plots_dir)
+    throttled_clients = (
+        broker_clients[broker_clients["high_throttle_ratio"].fillna(False)]
+        if not broker_clients.empty
+        else broker_clients
+    )
+    text = page.render_page(
+        title=title,
+        generated_at=datetime.now(UTC),
+        window=window,
+        request=request or {},
+        anomalies=anomalies,
+        sections=sections,
+        plots_skipped=skipped,
+        brokers=brokers,
+        broker_images=broker_images,
+        throttled_clients=throttled_clients,
+    )
+    html_path = report_dir / REPORT_FILE
+    partial = report_dir / f".{REPORT_FILE}.partial"
+    partial.write_text(text, encoding="utf-8")
+    partial.replace(html_path)
+    plots = [p.image for s in sections for p in s.plots] + broker_images
+    result = ReportResult(
+        html_path=str(html_path),
+        clients=len(sections),
+        metrics_plotted=sum(len(s.plots) for s in sections),
+        plots_skipped=skipped,
+        anomalies=len(anomalies),
+        brokers=len(brokers),
+        plots=plots,
+    )
+    (report_dir / SUMMARY_FILE).write_text(json.dumps(result.as_dict(), indent=2, default=str))
+    return result

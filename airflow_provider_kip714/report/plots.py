@@ -1,0 +1,95 @@
+"""PNG plots for the report (matplotlib, Agg backend: no display, safe in workers and tests)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")  # before pyplot: the worker has no display
+
+import matplotlib.dates as mdates
+import matplotlib.pyplot as plt
+import pandas as pd
+
+SEVERITY_COLOURS = {"warning": "#e69f00", "critical": "#d55e00"}
+FIGURE_SIZE = (7.0, 2.8)
+DPI = 80
+
+
+@dataclass(frozen=True)
+class ThresholdLine:
+    """A horizontal line on a metric plot: a static rule or a learned baseline."""
+
+    label: str
+    value: float
+    severity: str = "warning"
+
+
+@dataclass(frozen=True)
+class Series:
+    label: str
+    times: Sequence[pd.Timestamp]
+    values: Sequence[float]
+
+
+def _finish(figure: plt.Figure, axes: plt.Axes, path: Path) -> Path:
+    axes.xaxis.set_major_formatter(mdates.DateFormatter("%H:%M:%S"))
+    axes.grid(True, alpha=0.3)
+    axes.legend(fontsize=7, loc="upper left", framealpha=0.6)
+    figure.autofmt_xdate()
+    figure.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path, dpi=DPI)
+    plt.close(figure)
+    return path
+
+
+def plot_metric(
+    path: Path, title: str, unit: str, series: Sequence[Series], thresholds: Sequence[ThresholdLine]
+) -> Path:
+    """One metric of one client over the window, one line per label set, threshold lines dashed."""
+    figure, axes = plt.subplots(figsize=FIGURE_SIZE)
+    for line in series:
+        axes.plot(
+            list(line.times), list(line.values), marker="o", markersize=3, linewidth=1.2, label=line.label
+        )
+    for threshold in thresholds:
+        axes.axhline(
+            threshold.value,
+            linestyle="--",
+            linewidth=1.0,
+            color=SEVERITY_COLOURS.get(threshold.severity, "#cc79a7"),
+            label=f"{threshold.label} {threshold.value:.6g}",
+        )
+    axes.set_title(title, fontsize=9)
+    axes.set_ylabel(unit or "value", fontsize=8)
+    axes.tick_params(labelsize=7)
+    return _finish(figure, axes, path)
+
+
+def plot_broker(path: Path, title: str, frame: pd.DataFrame) -> Path:
+    """Pushes exported, throttled pushes and plugin errors per bucket for one broker."""
+    figure, axes = plt.subplots(figsize=FIGURE_SIZE)
+    ordered = frame.sort_values("bucket_start")
+    for column, label in (
+        ("pushes_exported", "pushes exported"),
+        ("throttled_pushes", "throttled pushes"),
+        ("plugin_errors", "plugin errors"),
+        ("unknown_subscription_requests", "unknown subscription"),
+    ):
+        if column in ordered.columns:
+            axes.plot(
+                list(ordered["bucket_start"]),
+                list(ordered[column].fillna(0.0)),
+                marker="o",
+                markersize=3,
+                linewidth=1.2,
+                label=label,
+            )
+    axes.set_title(title, fontsize=9)
+    axes.set_ylabel("per bucket", fontsize=8)
+    axes.tick_params(labelsize=7)
+    return _finish(figure, axes, path)
