@@ -31,7 +31,7 @@ from airflow_provider_kip714.otlp_decoder import VALUE_FORMATS, TopicRecord, Val
 
 log = logging.getLogger(__name__)
 
-DEFAULT_CHUNK_RECORDS: Final = 20_000
+DEFAULT_CHUNK_RECORDS: Final = 5_000  # per partition
 DEFAULT_CHUNK_INTERVAL_S: Final = 5.0
 # Below this many records to land, worker start-up costs more than it saves.
 PARALLEL_THRESHOLD_RECORDS: Final = 20_000
@@ -43,20 +43,32 @@ CONSUME_BATCH: Final = 2_000
 
 
 def _headers_map(records: Sequence[TopicRecord]) -> pa.Array:
+    """Headers as a map column; each distinct header set (usually one per client) is decoded once."""
+    distinct: dict[int, int] = {}
+    sets: list[Any] = []
+    index: list[int] = []
+    for record in records:
+        headers = record.headers
+        slot = distinct.get(id(headers))
+        if slot is None:
+            slot = distinct[id(headers)] = len(sets)
+            sets.append(headers)
+        index.append(slot)
     offsets = [0]
     keys: list[str] = []
     values: list[str | None] = []
-    for record in records:
-        for name, raw in record.headers or ():
+    for headers in sets:
+        for name, raw in headers or ():
             keys.append(name)
             values.append(None if raw is None else raw.decode("utf-8", errors="replace"))
         offsets.append(len(keys))
-    return pa.MapArray.from_arrays(
+    per_set = pa.MapArray.from_arrays(
         pa.array(offsets, type=pa.int32()),
         pa.array(keys, type=pa.string()),
         pa.array(values, type=pa.string()),
         type=STRING_MAP,
     )
+    return per_set.take(pa.array(index, type=pa.int32()))
 
 
 def raw_table(records: Sequence[TopicRecord]) -> pa.Table:
@@ -122,6 +134,74 @@ def _exit_with_parent(parent_pid: int) -> None:
                 os._exit(0)
 
     threading.Thread(target=watch, name="kip714-parent-watch", daemon=True).start()
+
+
+class PartitionBatch:
+    """One partition's consecutive records in compact columns, cheap to send to a worker process.
+
+    Pickling a ``TopicRecord`` per message (with its list of header tuples) cost more than decoding;
+    here values are plain bytes lists and each distinct header set is sent once.
+    """
+
+    _SENT = ("header_index", "header_sets", "keys", "offsets", "partition", "timestamps", "topic", "values")
+    __slots__ = (*_SENT, "_interned")
+
+    def __init__(self, topic: str, partition: int) -> None:
+        self.topic = topic
+        self.partition = partition
+        self.offsets: list[int] = []
+        self.timestamps: list[int] = []
+        self.keys: list[bytes | None] = []
+        self.values: list[bytes | None] = []
+        self.header_sets: list[tuple[tuple[str, bytes | None], ...] | None] = []
+        self.header_index: list[int] = []
+        self._interned: dict[Any, int] = {}
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in self._SENT}  # not the interning dict
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        for name, value in state.items():
+            setattr(self, name, value)
+        self._interned = {}
+
+    def __len__(self) -> int:
+        return len(self.offsets)
+
+    def append(
+        self,
+        offset: int,
+        timestamp_ms: int,
+        key: bytes | None,
+        headers: list[tuple[str, bytes | None]] | None,
+        value: bytes | None,
+    ) -> None:
+        header_key = tuple(headers) if headers else None
+        index = self._interned.get(header_key)
+        if index is None:
+            index = self._interned[header_key] = len(self.header_sets)
+            self.header_sets.append(header_key)
+        self.header_index.append(index)
+        self.offsets.append(offset)
+        self.timestamps.append(timestamp_ms)
+        self.keys.append(key)
+        self.values.append(value)
+
+    def records(self) -> list[TopicRecord]:
+        topic, partition, header_sets = self.topic, self.partition, self.header_sets
+        return [
+            TopicRecord(topic, partition, offset, timestamp, key, header_sets[header], value)
+            for offset, timestamp, key, header, value in zip(
+                self.offsets, self.timestamps, self.keys, self.header_index, self.values, strict=True
+            )
+        ]
+
+
+def stage_batch(
+    zone_root: str, topic: str, fsync: bool, value_format: ValueFormat, batch: PartitionBatch
+) -> StagedChunk:
+    """``stage_records`` for a ``PartitionBatch`` (what the landing run sends to workers)."""
+    return stage_records(zone_root, topic, fsync, value_format, batch.records())
 
 
 # --------------------------------------------------------------------------------------------------
@@ -310,7 +390,7 @@ class TopicLander:
         result = LandingResult(topic=self.topic, out_dir=str(self.zone.root))
         plan = self._plan(consumer, next_offsets, result)
         deadline = None if self.timeout_s is None else started + self.timeout_s
-        buffers: dict[int, list[TopicRecord]] = collections.defaultdict(list)
+        buffers: dict[int, PartitionBatch] = {}
         buffered = 0
         taken = 0
         in_flight: collections.deque[Future[StagedChunk]] = collections.deque()
@@ -331,16 +411,18 @@ class TopicLander:
                     break
                 messages = consumer.consume(num_messages=CONSUME_BATCH, timeout=0.2)
                 for message in messages:
-                    record = self._accept(message, plan)
-                    if record is None:
+                    batch = self._accept(message, plan, buffers)
+                    if batch is None:
                         continue
-                    buffers[record.partition].append(record)
                     buffered += 1
                     taken += 1
+                    if len(batch) >= self.chunk_records:
+                        self._submit(buffers.pop(batch.partition), executor, in_flight)
+                        buffered -= len(batch)
                     if self.max_records is not None and taken >= self.max_records:
                         break
                 now = time.monotonic()
-                if buffered and (buffered >= self.chunk_records or now - last_flush >= self.chunk_interval_s):
+                if buffered and now - last_flush >= self.chunk_interval_s:
                     self._flush(buffers, executor, in_flight)
                     buffered = 0
                     last_flush = now
@@ -364,7 +446,10 @@ class TopicLander:
         self._log_progress(result, started, 0, final=True)
         return result
 
-    def _accept(self, message: Message, plan: dict[int, PartitionProgress]) -> TopicRecord | None:
+    def _accept(
+        self, message: Message, plan: dict[int, PartitionProgress], buffers: dict[int, PartitionBatch]
+    ) -> PartitionBatch | None:
+        """Buffer a consumed message if it is a record this run must land; return its batch."""
         error = message.error()
         if error is not None:
             if error.code() == KafkaError._PARTITION_EOF:
@@ -375,38 +460,37 @@ class TopicLander:
             raise LandingError(f"consumer: {error}")
         partition = message.partition()
         offset = message.offset()
-        progress = plan[partition]
-        if progress.end_offset is not None:
-            if offset >= progress.end_offset:
-                self._pending_partitions.discard(partition)
+        end_offset = plan[partition].end_offset
+        if end_offset is not None and offset >= end_offset - 1:
+            self._pending_partitions.discard(partition)
+            if offset >= end_offset:
                 return None
-            if offset >= progress.end_offset - 1:
-                self._pending_partitions.discard(partition)
-        _, timestamp_ms = message.timestamp()
-        return TopicRecord(
-            self.topic,
-            partition,
-            offset,
-            max(timestamp_ms, 0),
-            message.key(),
-            message.headers(),
-            message.value(),
+        batch = buffers.get(partition)
+        if batch is None:
+            batch = buffers[partition] = PartitionBatch(self.topic, partition)
+        batch.append(
+            offset, max(message.timestamp()[1], 0), message.key(), message.headers(), message.value()
+        )
+        return batch
+
+    def _submit(
+        self, batch: PartitionBatch, executor: Executor, in_flight: collections.deque[Future[StagedChunk]]
+    ) -> None:
+        in_flight.append(
+            executor.submit(
+                stage_batch, str(self.zone.root), self.topic, self.fsync, self.value_format, batch
+            )
         )
 
     def _flush(
         self,
-        buffers: dict[int, list[TopicRecord]],
+        buffers: dict[int, PartitionBatch],
         executor: Executor,
         in_flight: collections.deque[Future[StagedChunk]],
     ) -> None:
         for partition in sorted(buffers):
-            records = buffers[partition]
-            if records:
-                in_flight.append(
-                    executor.submit(
-                        stage_records, str(self.zone.root), self.topic, self.fsync, self.value_format, records
-                    )
-                )
+            if len(buffers[partition]):
+                self._submit(buffers[partition], executor, in_flight)
         buffers.clear()
 
     def _commit_ready(

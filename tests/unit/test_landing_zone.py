@@ -116,3 +116,26 @@ def test_zone_belongs_to_one_topic_and_one_writer(tmp_path: Path) -> None:
         LandingZone(tmp_path, TOPIC).lock(),
     ):
         pass
+
+
+def test_partition_batch_sends_each_header_set_once_and_round_trips(tmp_path: Path) -> None:
+    import pickle
+
+    from airflow_provider_kip714.landing import PartitionBatch, stage_batch
+
+    batch = PartitionBatch(TOPIC, 2)
+    originals = records(2, 100, 30)
+    for record in originals:
+        batch.append(record.offset, record.timestamp_ms, record.key, list(record.headers), record.value)
+    batch.append(130, T0_MS, None, None, producer_like_payload(4))
+    received = pickle.loads(pickle.dumps(batch))
+    assert len(received.header_sets) == 2  # the client's header set and "no headers"
+    assert received.records()[:30] == [record._replace(headers=tuple(record.headers)) for record in originals]
+    zone = LandingZone(tmp_path, TOPIC, fsync=False)
+    zone.prepare()
+    staged = stage_batch(str(tmp_path), TOPIC, False, "otlp_proto", received)
+    zone.commit(staged)
+    assert (staged.chunk, staged.records, staged.quarantined) == (ChunkId(2, 100, 130), 31, 1)
+    raw = pq.read_table(tmp_path / "raw" / staged.chunk.file_name)
+    assert dict(raw.column("headers").to_pylist()[0]) == {k: v.decode() for k, v in client_headers()}
+    assert raw.column("headers").to_pylist()[30] == []
