@@ -7,6 +7,7 @@ the rules (idempotent create, delete-missing-is-fine, reap-only-our-names) live 
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -33,7 +34,7 @@ log = logging.getLogger(__name__)
 
 DEFAULT_BOOTSTRAP_TIMEOUT_MS = 15_000
 DEFAULT_REQUEST_TIMEOUT_MS = 15_000
-_SECRET_KWARGS = ("sasl_plain_password", "ssl_password")
+VISIBILITY_TIMEOUT_S = 10.0
 
 
 class UpsertOutcome(StrEnum):
@@ -212,6 +213,12 @@ class ClientMetricsAdmin:
             return UpsertResult(subscription.name, UpsertOutcome.UNCHANGED)
         configs = {key: (AlterConfigOp.SET, value) for key, value in subscription.to_configs().items()}
         self._alter(subscription.name, configs, "writing subscription")
+        self._await_visible(
+            f"{subscription.name} written",
+            lambda: (
+                (found := self.describe(subscription.name)) is not None and found.same_content(subscription)
+            ),
+        )
         outcome = UpsertOutcome.CREATED if current is None else UpsertOutcome.UPDATED
         log.info("Subscription %s %s", subscription.name, outcome.value)
         return UpsertResult(subscription.name, outcome)
@@ -250,19 +257,26 @@ class ClientMetricsAdmin:
             configs[MATCH_KEY] = (AlterConfigOp.SET, ",".join(selector.render() for selector in wanted.match))
         if configs:
             self._alter(name, configs, "altering subscription")
+            self._await_visible(
+                f"{name} altered",
+                lambda: (found := self.describe(name)) is not None and found.same_content(wanted),
+            )
         return wanted
 
     def delete(self, name: str) -> bool:
-        """Remove a subscription by deleting every key; False (not an error) when it was not there."""
-        if not self.exists(name):
-            log.info("Subscription %s does not exist; nothing to delete", name)
-            return False
+        """Remove a subscription by deleting every key; False (not an error) when it was not there.
+
+        The delete is always sent: a listing can lag a just-made change by a few milliseconds, and
+        the broker accepts deleting keys of a resource that does not exist.
+        """
+        existed = self.exists(name)
         configs: dict[str, tuple[AlterConfigOp, str | None]] = {
             key: (AlterConfigOp.DELETE, None) for key in CONFIG_KEYS
         }
         self._alter(name, configs, "deleting subscription")
-        log.info("Subscription %s deleted", name)
-        return True
+        self._await_visible(f"{name} deleted", lambda: not self.exists(name))
+        log.info("Subscription %s %s", name, "deleted" if existed else "did not exist; nothing to delete")
+        return existed
 
     def reap(self, now: datetime | None = None, dry_run: bool = False) -> list[str]:
         """Delete window subscriptions whose expiry has passed; never touches other names."""
@@ -271,6 +285,18 @@ class ClientMetricsAdmin:
         if dry_run:
             return expired
         return [name for name in expired if self.delete(name)]
+
+    def _await_visible(self, change: str, visible: Callable[[], bool]) -> None:
+        """Read-your-writes: the broker applies config changes from the metadata log asynchronously,
+        so a read right after a write can miss it (about 1 read in 12 on a local broker)."""
+        deadline = time.monotonic() + VISIBILITY_TIMEOUT_S
+        while not visible():
+            if time.monotonic() >= deadline:
+                log.warning(
+                    "%s on %s but not visible after %.0f s", change, self.target, VISIBILITY_TIMEOUT_S
+                )
+                return
+            time.sleep(0.05)
 
     def test_connection(self) -> tuple[bool, str]:
         """(ok, message) in Airflow's test-connection shape; never raises for a bad connection."""

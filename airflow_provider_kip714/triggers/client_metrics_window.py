@@ -66,6 +66,7 @@ class ClientMetricsWindowTrigger(BaseTrigger):
         while True:
             remaining = (expires_at - datetime.now(UTC)).total_seconds()
             if remaining <= 0:
+                await self.cleanup()
                 yield TriggerEvent({"status": STATUS_ENDED, "name": self.name})
                 return
             if self.watch_deletion:
@@ -76,11 +77,13 @@ class ClientMetricsWindowTrigger(BaseTrigger):
                     self.log.warning("Could not check subscription %s: %s", self.name, err)
                 else:
                     if not exists:
+                        await self.cleanup()
                         yield TriggerEvent({"status": STATUS_DELETED, "name": self.name})
                         return
             await asyncio.sleep(max(0.0, min(self.poll_interval, remaining)))
 
     async def cleanup(self) -> None:
+        """Close the admin client; also called before the final event, since ``dag.test()`` never calls it."""
         hook, self._hook = self._hook, None
         if hook is not None:
             await asyncio.to_thread(hook.close)
