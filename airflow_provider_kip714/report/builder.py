@@ -159,6 +159,29 @@ def _client_identities(rollups: pd.DataFrame, anomalies: pd.DataFrame) -> dict[s
     return identities
 
 
+def _selected(frame: pd.DataFrame, selectors: Mapping[str, str]) -> pd.DataFrame:
+    """Rows of the clients the request targeted (whole-value regexes, like the broker's match)."""
+    if frame.empty or not selectors:
+        return frame
+    keep = pd.Series(True, index=frame.index)
+    for selector, pattern in selectors.items():
+        if selector not in frame.columns:
+            continue  # client_source_port: the tables keep no port
+        compiled = re.compile(pattern)
+        keep &= frame[selector].map(lambda v, c=compiled: v is not None and c.fullmatch(str(v)) is not None)
+    return frame[keep]
+
+
+def selector_map(selectors: Sequence[str] | Mapping[str, str] | None) -> dict[str, str]:
+    """``["client_id=a.*"]`` or ``{"client_id": "a.*"}`` -> ``{"client_id": "a.*"}``."""
+    if not selectors:
+        return {}
+    if isinstance(selectors, Mapping):
+        return {str(k): str(v) for k, v in selectors.items()}
+    pairs = (str(entry).partition("=") for entry in selectors)
+    return {key.strip(): pattern for key, _, pattern in pairs}
+
+
 def _clip(frame: pd.DataFrame, column: str, window: tuple[datetime, datetime] | None) -> pd.DataFrame:
     if frame.empty or window is None or column not in frame.columns:
         return frame
@@ -263,19 +286,24 @@ def build_report(
     window: tuple[datetime, datetime] | None = None,
     max_plots: int = DEFAULT_MAX_PLOTS,
     client_group_by: Sequence[str] = DEFAULT_CLIENT_GROUP_BY,
+    client_selectors: Sequence[str] | Mapping[str, str] | None = None,
 ) -> ReportResult:
     """Write ``<zone>/report/report.html`` (and its plots) from ``<zone>/analytics``; replaces an old one.
 
     ``window`` limits the plotted buckets and anomalies to ``[start, end)``; ``max_plots`` bounds the
     work on big fleets (metrics with anomalies are plotted first, the rest are counted as skipped).
+    ``client_selectors`` (KIP-714 ``selector=regex``) keeps only the targeted clients' plots and anomalies;
+    broker health always covers the whole cluster.
     """
     if max_plots < 0:
         raise ValueError(f"max_plots: must be >= 0 (got {max_plots!r})")
+    selectors = selector_map(client_selectors)
     rollups = read_zone_table(zone, "rollups")
     if not rollups.empty:
         rollups = _clip(rollups[rollups["record_type"] == "client"], "bucket_start", window)
+    rollups = _selected(rollups, selectors)
     thresholds = read_zone_table(zone, "thresholds")
-    anomalies = _clip(read_zone_table(zone, "anomalies"), "breach_start", window)
+    anomalies = _selected(_clip(read_zone_table(zone, "anomalies"), "breach_start", window), selectors)
     broker_metrics = _clip(read_zone_table(zone, "broker_metrics"), "bucket_start", window)
     broker_clients = _clip(read_zone_table(zone, "broker_client_metrics"), "bucket_start", window)
 

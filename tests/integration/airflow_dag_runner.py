@@ -1,6 +1,6 @@
 """Run ``dag.test()`` for one DAG file in this process and print a JSON summary (used via subprocess).
 
-Usage: python airflow_dag_runner.py DAG_FILE DAG_ID LOGICAL_DATE_ISO
+Usage: python airflow_dag_runner.py DAG_FILE DAG_ID LOGICAL_DATE_ISO [RUN_CONF_JSON]
 Prints {"state": ..., "tasks": {task_id: state}, "xcom": {task_id: return_value}} on the last line.
 """
 
@@ -14,13 +14,14 @@ from datetime import datetime
 
 def main() -> int:
     dag_file, dag_id, logical_date = sys.argv[1], sys.argv[2], datetime.fromisoformat(sys.argv[3])
+    run_conf = json.loads(sys.argv[4]) if len(sys.argv) > 4 else None
     spec = importlib.util.spec_from_file_location(f"dagfile_{dag_id}", dag_file)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     dag = next(value for value in vars(module).values() if getattr(value, "dag_id", None) == dag_id)
     # run_after fixes the run id (manual__<run_after>), so a second call is a retry of the same run.
-    run = dag.test(logical_date=logical_date, run_after=logical_date)
+    run = dag.test(logical_date=logical_date, run_after=logical_date, run_conf=run_conf)
 
     from airflow.models.xcom import XComModel
     from airflow.utils.session import create_session

@@ -1,0 +1,67 @@
+"""``kip714_rollups``: every hour, land the telemetry topic and compute the analytics of that hour.
+
+    land -> rollups -> anomalies (thresholds + anomalies) -> broker_metrics
+
+Each output table is an Asset (the UI page and downstream DAGs schedule on them). Runs own their
+interval: landing is exactly-once by offsets (a rerun lands only what is new), and the Spark apps
+replace their interval's ``date=/hour=`` partitions, so retries, reruns and backfills
+(``airflow backfill create --dag-id kip714_rollups --from-date ... --to-date ...``) are idempotent.
+Data lives under ``scheduled_zone()`` (``$KIP714_DATA_DIR``: landing/ and analytics/).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from airflow.sdk import DAG, CronDataIntervalTimetable
+
+from airflow_provider_kip714.data_layout import scheduled_zone
+from airflow_provider_kip714.operators.telemetry import LandClientTelemetryOperator
+from airflow_provider_kip714.spark_jobs import SPARK_MACROS, analytics_asset, spark_app_operator
+from spark_apps.package import DEFAULT_RULES
+
+ZONE = scheduled_zone()
+INTERVAL = {
+    "input_root": str(ZONE.landing),
+    "output_root": str(ZONE.analytics),
+    "start": "{{ data_interval_start.isoformat() }}",
+    "end": "{{ data_interval_end.isoformat() }}",
+    "bucket": "1m",
+}
+
+with DAG(
+    dag_id="kip714_rollups",
+    description="Hourly KIP-714 analytics: land telemetry, roll up, detect anomalies, broker health",
+    schedule=CronDataIntervalTimetable("0 * * * *", timezone="UTC"),
+    start_date=datetime(2026, 1, 1),
+    catchup=False,
+    max_active_runs=1,
+    user_defined_macros=SPARK_MACROS,
+    default_args={"retries": 1, "retry_delay": timedelta(minutes=2)},
+    tags=["kip714"],
+    doc_md=__doc__,
+) as dag:
+    land = LandClientTelemetryOperator(
+        task_id="land",
+        out_dir=ZONE.landing,
+        kafka_config_id="kafka_default",
+        timeout_s=45 * 60,
+        execution_timeout=timedelta(minutes=50),
+    )
+    rollups = spark_app_operator(
+        task_id="rollups", app="rollups", outlets=[analytics_asset(ZONE, "rollups")], **INTERVAL
+    )
+    anomalies = spark_app_operator(
+        task_id="anomalies",
+        app="anomalies",
+        extra_args={"rules": str(DEFAULT_RULES), "history": "24h"},
+        outlets=[analytics_asset(ZONE, "thresholds"), analytics_asset(ZONE, "anomalies")],
+        **INTERVAL,
+    )
+    broker_metrics = spark_app_operator(
+        task_id="broker_metrics",
+        app="broker_metrics",
+        outlets=[analytics_asset(ZONE, "broker_metrics"), analytics_asset(ZONE, "broker_client_metrics")],
+        **INTERVAL,
+    )
+    land >> rollups >> anomalies >> broker_metrics

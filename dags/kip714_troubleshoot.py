@@ -1,0 +1,186 @@
+"""``kip714_troubleshoot``: a time-boxed KIP-714 troubleshooting window, analysed and reported.
+
+Trigger it from the UI's Param form (or ``airflow dags test kip714_troubleshoot -c '{...}'``):
+
+    validate_request -> open_subscription (setup) -> wait_for_pushes -> land_window
+        -> close_subscription, check_subscription_gone (teardowns: run on every path)
+    land_window -> rollups -> write_rules -> anomalies -> broker_metrics -> report
+
+Invalid input fails in ``validate_request`` (or in the form itself), before the cluster is touched.
+The report lands in ``<KIP714_DATA_DIR>/troubleshoot/<run>/report/report.html``; the task logs its path,
+returns it via XCom and links to it from the UI.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from airflow.sdk import DAG, get_current_context, task
+
+from airflow_provider_kip714.data_layout import troubleshoot_zone
+from airflow_provider_kip714.operators.client_metrics import (
+    CreateClientMetricsSubscriptionOperator,
+    DeleteClientMetricsSubscriptionOperator,
+)
+from airflow_provider_kip714.operators.report import TroubleshootingReportOperator
+from airflow_provider_kip714.sensors.telemetry_arrival import ClientTelemetryArrivalSensor
+from airflow_provider_kip714.spark_jobs import SPARK_MACROS, spark_app_operator
+from airflow_provider_kip714.troubleshooting import (
+    TroubleshootingRequest,
+    WindowBounds,
+    check_subscription_gone,
+    land_window,
+    troubleshoot_params,
+    write_window_rules,
+)
+from spark_apps.package import DEFAULT_RULES
+
+LANDED = "ti.xcom_pull(task_ids='land_window')"
+SUBSCRIPTION = "{{ ti.xcom_pull(task_ids='open_subscription') }}"
+KAFKA_CONN = "{{ params.kafka_config_id }}"
+
+
+class WindowArrivalSensor(ClientTelemetryArrivalSensor):
+    """The arrival sensor, bounded by the window (its length and the client count are run Params)."""
+
+    def _from_params(self, context: Any) -> None:
+        self.timeout = float(context["params"]["window_seconds"])
+        self.min_clients = int(context["params"]["min_clients"])
+
+    def execute(self, context: Any) -> Any:
+        self._from_params(context)
+        self.log.info(
+            "Waiting up to %.0f s (the window) for pushes from %d client(s)", self.timeout, self.min_clients
+        )
+        return super().execute(context)
+
+    def execute_complete(self, context: Any, event: dict[str, Any] | None = None) -> dict[str, Any]:
+        self._from_params(context)
+        result = super().execute_complete(context, event)
+        requested_at = context["ti"].xcom_pull(task_ids="validate_request", key="requested_at")
+        waited = (datetime.now(UTC) - datetime.fromisoformat(requested_at)).total_seconds()
+        self.log.info(
+            "First pushes from %d client(s) arrived; waited %.1f s since the request",
+            len(result["clients"]),
+            waited,
+        )
+        return result
+
+
+with DAG(
+    dag_id="kip714_troubleshoot",
+    description="Time-boxed KIP-714 troubleshooting window: subscribe, land, analyse, report, clean up",
+    schedule=None,
+    start_date=datetime(2026, 1, 1),
+    catchup=False,
+    params=troubleshoot_params(),
+    user_defined_macros=SPARK_MACROS,
+    max_active_runs=4,
+    default_args={"retries": 0, "execution_timeout": timedelta(hours=25)},
+    tags=["kip714"],
+    doc_md=__doc__,
+) as dag:
+
+    @task(multiple_outputs=True)
+    def validate_request() -> dict[str, Any]:
+        """Check the whole form before touching the cluster; the message names the field and the rule."""
+        context = get_current_context()
+        request = TroubleshootingRequest.from_params(context["params"])
+        print(f"Request is valid: {request.as_dict()}", flush=True)
+        return {
+            "match": list(request.match),
+            "metrics": list(request.metrics),
+            "interval_ms": request.interval_ms,
+            "window_seconds": request.window_seconds,
+            "requested_at": datetime.now(UTC).isoformat(),
+            "request": request.as_dict(),
+        }
+
+    validated = validate_request()
+
+    open_subscription = CreateClientMetricsSubscriptionOperator(
+        task_id="open_subscription",
+        kafka_config_id=KAFKA_CONN,
+        window=validated["window_seconds"],
+        window_label="troubleshoot",
+        metrics=validated["metrics"],
+        interval_ms=validated["interval_ms"],
+        match=validated["match"],
+    )
+
+    wait_for_pushes = WindowArrivalSensor(
+        task_id="wait_for_pushes",
+        kafka_config_id=KAFKA_CONN,
+        subscription_name=SUBSCRIPTION,
+        since="{{ ti.xcom_pull(task_ids='validate_request', key='requested_at') }}",
+        poke_interval=2,
+    )
+
+    @task
+    def land(subscription_name: str) -> dict[str, Any]:
+        """Land the topic while the window lasts; logs records and points landed."""
+        context = get_current_context()
+        request = TroubleshootingRequest.from_params(context["params"])
+        bounds = WindowBounds.of_subscription(subscription_name, request.window_seconds)
+        return land_window(request, troubleshoot_zone(context["run_id"]), bounds)
+
+    landed = land.override(task_id="land_window")(open_subscription.output)
+
+    close_subscription = DeleteClientMetricsSubscriptionOperator(
+        task_id="close_subscription", kafka_config_id=KAFKA_CONN, name=SUBSCRIPTION
+    )
+
+    @task
+    def check_subscription_is_gone(subscription_name: str) -> list[str]:
+        """Verify the cluster no longer has this run's subscription."""
+        kafka_config_id = get_current_context()["params"]["kafka_config_id"]
+        remaining = check_subscription_gone(kafka_config_id, subscription_name)
+        print(f"Subscription {subscription_name} is gone; kip714 windows left: {remaining or 'none'}")
+        return remaining
+
+    verify = check_subscription_is_gone.override(task_id="check_subscription_gone")(open_subscription.output)
+
+    spark_window = {
+        "input_root": "{{ " + LANDED + "['landing'] }}",
+        "output_root": "{{ " + LANDED + "['analytics'] }}",
+        "start": "{{ " + LANDED + "['start'] }}",
+        "end": "{{ " + LANDED + "['end'] }}",
+        "bucket": "{{ params.bucket }}",
+    }
+    rollups = spark_app_operator(task_id="rollups", app="rollups", **spark_window)
+
+    @task
+    def write_rules() -> str:
+        """Turn the form's per-prefix thresholds into rules for the metrics this window rolled up."""
+        context = get_current_context()
+        request = TroubleshootingRequest.from_params(context["params"])
+        path, count = write_window_rules(troubleshoot_zone(context["run_id"]), request, DEFAULT_RULES)
+        print(f"{count} static rule(s) for this window in {path}", flush=True)
+        return str(path)
+
+    rules = write_rules()
+    anomalies = spark_app_operator(
+        task_id="anomalies",
+        app="anomalies",
+        extra_args={
+            "rules": "{{ ti.xcom_pull(task_ids='write_rules') }}",
+            "history": "1h",
+            "min_history_buckets": "{{ params.baseline_min_buckets }}",
+            "baseline_for": "{{ params.baseline_for_seconds }}s",
+        },
+        **spark_window,
+    )
+    broker_metrics = spark_app_operator(task_id="broker_metrics", app="broker_metrics", **spark_window)
+    report = TroubleshootingReportOperator(
+        task_id="report",
+        window_start="{{ " + LANDED + "['start'] }}",
+        window_end="{{ " + LANDED + "['end'] }}",
+        request=validated["request"],
+        client_selectors=validated["match"],
+    )
+
+    validated >> open_subscription >> wait_for_pushes >> landed >> close_subscription >> verify
+    close_subscription.as_teardown(setups=open_subscription)
+    verify.as_teardown(setups=open_subscription, on_failure_fail_dagrun=True)
+    landed >> rollups >> rules >> anomalies >> broker_metrics >> report
