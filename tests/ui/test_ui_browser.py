@@ -1,0 +1,206 @@
+"""The Client telemetry page in headless Chromium, served by a real ``airflow api-server``.
+
+Real parts: Apache Kafka (session fixture) holding a time-boxed subscription this test creates,
+Airflow 3's API server with the plugin loaded from its entry point and Airflow's own login (a JWT
+from ``POST /auth/token`` in the UI's ``_token`` cookie), Debian's Chromium through ChromeDriver.
+The analytics are small Parquet tables in the Spark apps' schemas (``analytics_data.py``).
+
+``KIP714_UI_SCREENSHOT=docs/ui-screenshot.png`` also saves the screenshot there.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from airflow_provider_kip714.client_metrics_admin import ClientMetricsAdmin
+from airflow_provider_kip714.data_layout import DATA_DIR_ENV, scheduled_zone
+from airflow_provider_kip714.kafka_python_config import to_kafka_python_kwargs
+from airflow_provider_kip714.local_kafka.cluster import LocalKafkaCluster
+from airflow_provider_kip714.subscription import Subscription
+from airflow_provider_kip714.ui.plugin import PLUGIN_NAME, URL_PREFIX, URL_ROUTE, VIEW_NAME
+from airflow_provider_kip714.window_name import format_window_name, random_suffix
+from tests.ui.airflow_server import AirflowApiServer, start_api_server
+from tests.ui.analytics_data import Landed, land_analytics
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMEDRIVER = Path("/usr/bin/chromedriver")
+CHROMIUM_FLAGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--window-size=1300,1000",
+)
+WAIT_S = 60
+
+pytestmark = pytest.mark.skipif(
+    not (CHROMIUM.exists() and CHROMEDRIVER.exists()),
+    reason="Chromium missing: run tests/ui/install_browser.sh (make test does)",
+)
+
+
+@pytest.fixture
+def window(kafka_cluster: LocalKafkaCluster) -> Iterator[Subscription]:
+    """A 30-minute window subscription on the real cluster, removed afterwards."""
+    expires_at = (datetime.now(UTC) + timedelta(minutes=30)).replace(microsecond=0)
+    subscription = Subscription.from_spec(
+        name=format_window_name("ui-test", expires_at, random_suffix()),
+        metrics="org.apache.kafka.consumer.",
+        interval_ms=10_000,
+        match={"client_id": "orders-.*"},
+        expires_at=expires_at,
+    )
+    with ClientMetricsAdmin(to_kafka_python_kwargs(kafka_cluster.client_config())) as admin:
+        admin.upsert(subscription)
+        try:
+            yield subscription
+        finally:
+            admin.delete(subscription.name)
+
+
+@pytest.fixture
+def landed(tmp_path: Path) -> tuple[Path, Landed]:
+    data_dir = tmp_path / "kip714-data"
+    return data_dir, land_analytics(scheduled_zone(data_dir).analytics)
+
+
+@pytest.fixture
+def airflow_server(
+    tmp_path: Path, kafka_cluster: LocalKafkaCluster, landed: tuple[Path, Landed]
+) -> Iterator[AirflowApiServer]:
+    data_dir, _ = landed
+    server = start_api_server(
+        tmp_path / "airflow", kafka_cluster.bootstrap_servers, {DATA_DIR_ENV: str(data_dir)}
+    )
+    try:
+        yield server
+    finally:
+        assert server.stop() == 0, (server.log_path.read_text(errors="replace"))[-3000:]
+
+
+@pytest.fixture
+def browser(tmp_path: Path) -> Iterator[object]:
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = str(CHROMIUM)
+    for flag in CHROMIUM_FLAGS:
+        options.add_argument(flag)
+    options.add_argument(f"--user-data-dir={tmp_path / 'chromium-profile'}")
+    driver = webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=options)
+    driver.set_page_load_timeout(WAIT_S)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+def _status_without_login(url: str) -> tuple[int, str]:
+    class NoRedirect(urllib.request.HTTPRedirectHandler):
+        def redirect_request(self, *args: object, **kwargs: object) -> None:
+            return None
+
+    try:
+        with urllib.request.build_opener(NoRedirect).open(url, timeout=30) as answer:
+            return answer.status, ""
+    except urllib.error.HTTPError as err:
+        return err.code, err.headers.get("location", "")
+
+
+def _images_loaded(driver: object) -> list[tuple[str, bool, int]]:
+    return driver.execute_script(  # type: ignore[attr-defined]
+        "return [...document.querySelectorAll('img.chart')].map(i => [i.src, i.complete, i.naturalWidth]);"
+    )
+
+
+def test_page_in_airflow_ui(
+    airflow_server: AirflowApiServer,
+    browser: object,
+    window: Subscription,
+    landed: tuple[Path, Landed],
+    tmp_path: Path,
+) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions
+    from selenium.webdriver.support.wait import WebDriverWait
+
+    _, data = landed
+    base = airflow_server.base_url
+    token = airflow_server.token()
+
+    # The plugin is registered with Airflow: its app under /kip714 and a nav entry pointing there.
+    plugins = {p["name"]: p for p in airflow_server.get_json("/api/v2/plugins", token)["plugins"]}
+    plugin = plugins[PLUGIN_NAME]
+    assert [app["url_prefix"] for app in plugin["fastapi_apps"]] == [URL_PREFIX]
+    (view,) = plugin["external_views"]
+    assert (view["name"], view["href"], view["url_route"], view["destination"]) == (
+        VIEW_NAME,
+        f"{URL_PREFIX}/",
+        URL_ROUTE,
+        "nav",
+    )
+
+    # Without Airflow credentials the page is not served: the browser is sent to Airflow's login.
+    status, location = _status_without_login(f"{base}{URL_PREFIX}/")
+    assert status in (302, 307)
+    assert "/auth/login" in location
+
+    wait = WebDriverWait(browser, WAIT_S)
+    browser.get(f"{base}/api/v2/monitor/health")  # type: ignore[attr-defined]
+    browser.add_cookie({"name": "_token", "value": token, "path": "/"})  # type: ignore[attr-defined]
+
+    # Reach the page through Airflow's own navigation: Browse > Client telemetry.
+    browser.get(f"{base}/")  # type: ignore[attr-defined]
+    browse = wait.until(
+        expected_conditions.element_to_be_clickable((By.XPATH, "//button[normalize-space()='Browse']"))
+    )
+    browse.click()
+    entry = wait.until(
+        expected_conditions.element_to_be_clickable((By.XPATH, f"//a[normalize-space()='{VIEW_NAME}']"))
+    )
+    entry.click()
+    frame = wait.until(expected_conditions.presence_of_element_located((By.CSS_SELECTOR, "iframe")))
+    assert frame.get_attribute("src") == f"{base}{URL_PREFIX}/"
+    browser.switch_to.frame(frame)  # type: ignore[attr-defined]
+    wait.until(expected_conditions.presence_of_element_located((By.ID, "brokers")))
+
+    subscriptions = browser.find_element(By.ID, "subscriptions")  # type: ignore[attr-defined]
+    rows = {
+        row.find_element(By.CSS_SELECTOR, "td.name").text: row.find_element(
+            By.CSS_SELECTOR, "td.expires"
+        ).text
+        for row in subscriptions.find_elements(By.CSS_SELECTOR, "tr.subscription")
+    }
+    assert rows.get(window.name) == window.expires_at.strftime("%Y-%m-%d %H:%M:%S")
+    assert "expires in" in subscriptions.text
+
+    anomalies = browser.find_element(By.ID, "anomalies")  # type: ignore[attr-defined]
+    client_cells = [cell.text for cell in anomalies.find_elements(By.CSS_SELECTOR, "tr.anomaly td.client_id")]
+    assert client_cells == [data.client_id]
+    assert data.metric_name in anomalies.text
+
+    wait.until(lambda driver: all(complete for _, complete, _ in _images_loaded(driver)))
+    images = _images_loaded(browser)
+    assert any("charts/client.png" in src for src, _, _ in images)
+    assert any("charts/brokers.png" in src for src, _, _ in images)
+    assert all(width > 100 for _, _, width in images), images
+
+    browser.switch_to.default_content()  # type: ignore[attr-defined]
+    shot = tmp_path / "ui-screenshot.png"
+    assert browser.save_screenshot(str(shot))  # type: ignore[attr-defined]
+    target = os.environ.get("KIP714_UI_SCREENSHOT")
+    if target:
+        shutil.copyfile(shot, target)
