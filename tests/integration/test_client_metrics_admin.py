@@ -244,34 +244,6 @@ def test_cli_command_config_sasl(kafka_cluster: LocalKafkaCluster, tmp_path: Pat
     assert listed.returncode == 0, listed.stderr
 
 
-@pytest.mark.parametrize(
-    ("args", "expected"),
-    [
-        (["add", "--name", "x", "--interval", "50"], "interval.ms: must be between 100 and 3600000"),
-        (["add", "--name", "x", "--match", "client_idd=x"], "match: unknown selector"),
-        (["add", "--window", "soon", "--block"], "--window: must be a duration"),
-        (
-            ["add", "--name", "x", "--metrics", "a.", "--block"],
-            "block: a blocking subscription has no metrics",
-        ),
-    ],
-)
-def test_cli_bad_spec_fails_with_one_line_before_connecting(args: list[str], expected: str) -> None:
-    result = run_cli(*args, "--bootstrap-server", "127.0.0.1:1")
-    assert result.returncode != 0
-    assert expected in result.stderr
-    assert "Traceback" not in result.stderr
-    assert len(result.stderr.strip().splitlines()) == 1
-
-
-def test_cli_unreachable_cluster_fails_with_one_line() -> None:
-    result = run_cli("list", "--bootstrap-server", "127.0.0.1:1", "--command-config", "/dev/null")
-    assert result.returncode != 0
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1, result.stderr
-    assert "cannot reach Kafka at 127.0.0.1:1" in lines[0]
-
-
 def test_cli_conn_id_reuses_an_airflow_connection(
     kafka_cluster: LocalKafkaCluster, admin: ClientMetricsAdmin, tmp_path: Path
 ) -> None:

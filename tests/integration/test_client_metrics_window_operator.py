@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from types import SimpleNamespace
 from typing import Any
 
@@ -19,14 +20,17 @@ from airflow.sdk.bases.operator import TRIGGER_FAIL_REPR, TriggerFailureReason
 from airflow.sdk.exceptions import AirflowTaskTimeout, TaskDeferralTimeout, TaskDeferred
 
 from airflow_provider_kip714.client_metrics_admin import ClientMetricsAdmin
+from airflow_provider_kip714.clock import ManualClock
 from airflow_provider_kip714.kafka_python_config import to_kafka_python_kwargs
 from airflow_provider_kip714.local_kafka.cluster import LocalKafkaCluster
 from airflow_provider_kip714.operators.client_metrics import (
     ClientMetricsTroubleshootingWindowOperator,
     CreateClientMetricsSubscriptionOperator,
 )
+from airflow_provider_kip714.sensors.client_metrics_window import ClientMetricsWindowSensor
+from airflow_provider_kip714.subscription import Subscription
 from airflow_provider_kip714.triggers.client_metrics_window import ClientMetricsWindowTrigger
-from airflow_provider_kip714.window_name import parse_window_name, try_parse_window_name
+from airflow_provider_kip714.window_name import format_window_name, parse_window_name, try_parse_window_name
 
 CONN_ID = "kip714_operator_test"
 
@@ -145,3 +149,33 @@ def test_retry_reuses_the_window_and_create_operator_is_idempotent(admin: Client
     assert one == two and labelled(admin, label) == [one]
     assert parse_window_name(one).label == label
     admin.delete(one)
+
+
+def test_window_sensor_defers_until_the_end_and_pokes_for_deletion(admin: ClientMetricsAdmin) -> None:
+    label = f"sensor-{uuid.uuid4().hex[:6]}"
+    now = datetime.now(UTC).replace(microsecond=0)
+    name = format_window_name(label, now + timedelta(minutes=10), "0000000c")
+    admin.upsert(Subscription.from_spec(name, block=True, match=f"client_id=nobody-{label}"))
+
+    deferrable = ClientMetricsWindowSensor(
+        task_id="wait", name=name, kafka_config_id=CONN_ID, poke_interval=5
+    )
+    with pytest.raises(TaskDeferred) as deferred:
+        deferrable.execute({})
+    assert isinstance(deferred.value.trigger, ClientMetricsWindowTrigger)
+    assert deferred.value.trigger.name == name
+    assert deferrable.execute_complete({}, {"status": "window_ended", "name": name}) == name
+
+    clock = ManualClock(now)
+    poking = ClientMetricsWindowSensor(
+        task_id="poke", name=name, kafka_config_id=CONN_ID, deferrable=False, clock=clock
+    )
+    assert poking.poke({}) is False  # window open, subscription present
+    admin.delete(name)
+    assert poking.poke({}) is True  # deleted early
+    clock.advance(timedelta(minutes=10))
+    quiet = ClientMetricsWindowSensor(
+        task_id="end", name=name, kafka_config_id=CONN_ID, clock=clock, watch_deletion=False
+    )
+    assert quiet.poke({}) is True
+    assert quiet.execute({}) == name  # already over: no deferral
