@@ -410,6 +410,8 @@ class TopicLander:
                 if stop_reason:
                     break
                 messages = consumer.consume(num_messages=CONSUME_BATCH, timeout=0.2)
+                if not messages and not self.follow:
+                    self._drop_partitions_at_end(consumer, plan)
                 for message in messages:
                     batch = self._accept(message, plan, buffers)
                     if batch is None:
@@ -445,6 +447,17 @@ class TopicLander:
         result.stop_reason = stop_reason
         self._log_progress(result, started, 0, final=True)
         return result
+
+    def _drop_partitions_at_end(self, consumer: Consumer, plan: dict[int, PartitionProgress]) -> None:
+        """A partition whose last offsets are transaction markers or compacted away never delivers
+        offset end-1; its consumer position still passes the end, so check positions when idle."""
+        if not self._pending_partitions:
+            return
+        positions = consumer.position([TopicPartition(self.topic, p) for p in self._pending_partitions])
+        for position in positions:
+            end_offset = plan[position.partition].end_offset
+            if end_offset is not None and position.offset >= end_offset:
+                self._pending_partitions.discard(position.partition)
 
     def _accept(
         self, message: Message, plan: dict[int, PartitionProgress], buffers: dict[int, PartitionBatch]

@@ -162,3 +162,23 @@ def test_sigkill_mid_landing_then_rerun_has_no_duplicates_or_gaps(
     assert len(counts) == total and set(counts.values()) == {4}
     assert datapoints.num_rows == total * 4
     assert not [path for path in out.rglob("*") if path.name.startswith(".tmp-")]
+
+
+def test_bounded_run_ends_when_the_log_ends_with_transaction_markers(
+    kafka_cluster: LocalKafkaCluster, tmp_path: Path
+) -> None:
+    from confluent_kafka import Producer
+
+    config = kafka_cluster.client_config()
+    topic = create_topic(config, partitions=1, prefix="txn")
+    producer = Producer({**config, "transactional.id": f"txn-{topic}", "enable.metrics.push": False})
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    for partition, value, headers in good_records(5, partitions=1, points=2):
+        producer.produce(topic, value=value, headers=headers, partition=partition)
+    producer.commit_transaction(30)  # the log's last offset is now a commit marker, never delivered
+
+    result = land_topic(config, topic, tmp_path / "zone", fsync=False, timeout_s=120)
+    assert result.stop_reason == "reached the end offsets read at the start"
+    assert (result.records, result.points) == (5, 10)
+    assert offsets_by_partition(read_dir(tmp_path / "zone" / "raw")) == {0: [0, 1, 2, 3, 4]}
