@@ -158,8 +158,13 @@ def test_librdkafka_producer_pushes_exactly_the_window_and_stops_after_it(
     subscribe(admin, "standing", block=True, interval_ms=1000, match=f"client_id={client_id}")
     reader = TelemetryReader(plugin_cluster, client_id)
     producer = Producer({"bootstrap.servers": plugin_cluster.bootstrap_servers, "client.id": client_id})
+    # A bystander that no subscription matches at all, running alongside for the whole test.
+    bystander_id = f"bystander-{uuid.uuid4().hex[:8]}"
+    bystander_reader = TelemetryReader(plugin_cluster, bystander_id)
+    bystander = Producer({"bootstrap.servers": plugin_cluster.bootstrap_servers, "client.id": bystander_id})
     try:
         producer.list_topics(timeout=10)  # connect and fetch metadata
+        bystander.list_topics(timeout=10)
         assert reader.read(6) == []  # subscribed to nothing: pushes nothing
 
         window = subscribe(admin, "window", metrics=",".join(PRODUCER_PREFIXES), interval_ms=1000,
@@ -180,6 +185,9 @@ def test_librdkafka_producer_pushes_exactly_the_window_and_stops_after_it(
             assert time.monotonic() < deadline, "the producer kept pushing 60 s after the window closed"
             if reader.read(1):
                 quiet_since = time.monotonic()
+        assert bystander_reader.read(2) == []  # never matched, never pushed (reads from the test's start)
     finally:
         producer.flush(5)
+        bystander.flush(5)
         reader.close()
+        bystander_reader.close()
