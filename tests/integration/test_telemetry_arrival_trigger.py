@@ -109,3 +109,36 @@ def test_trigger_reports_matching_clients_only_and_closes_its_consumer(
     event = asyncio.run(first_event(nobody))
     assert event["status"] == "timeout" and event["clients"] == []
     assert nobody._consumer is None
+
+
+def test_sensor_poke_mode_scans_from_since(
+    kafka_cluster: LocalKafkaCluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from airflow_provider_kip714.sensors.telemetry_arrival import ClientTelemetryArrivalSensor
+
+    config = kafka_cluster.client_config()
+    monkeypatch.setenv("AIRFLOW_CONN_KAFKA_POKE_TEST", json.dumps({"conn_type": "kafka", "extra": config}))
+    topic = create_topic(config, partitions=1, prefix="poke")
+    prefix = uuid.uuid4().hex[:6]
+    since = datetime.now(UTC)
+    produce_records(
+        config,
+        topic,
+        [(0, producer_like_payload(1), headers_for(f"{prefix}-a", "AAAAAAAAAAAAAAAAAAAABQ", "librdkafka"))],
+    )
+
+    def sensor(selectors: dict[str, str]) -> ClientTelemetryArrivalSensor:
+        return ClientTelemetryArrivalSensor(
+            task_id=f"poke_{uuid.uuid4().hex[:6]}",
+            selectors=selectors,
+            since=since.isoformat(),
+            kafka_config_id="kafka_poke_test",
+            topic=topic,
+            deferrable=False,
+            poke_interval=1,
+        )
+
+    found = sensor({"client_id": f"{prefix}-.*", "client_software_name": "librdkafka"}).poke({})
+    assert found.is_done
+    assert [client["client_id"] for client in found.xcom_value["clients"]] == [f"{prefix}-a"]
+    assert not sensor({"client_id": f"{prefix}-b"}).poke({}).is_done
