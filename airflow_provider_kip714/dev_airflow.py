@@ -78,15 +78,20 @@ def run_standalone(airflow_home: Path, api_port: int) -> int:
     print(f"AIRFLOW_HOME:      {airflow_home}")
     print(f"kafka_default:     {bootstrap}  (start it with `kip714 local-kafka start`)")
     print("Stop with Ctrl+C.", flush=True)
-    process = subprocess.Popen([airflow, "standalone"], env=env, start_new_session=True)
+    started: list[subprocess.Popen[bytes]] = []
 
     def forward(signum: int, frame: FrameType | None) -> None:
-        if process.poll() is None:
-            process.send_signal(signal.SIGINT)
+        for process in started:
+            if process.poll() is None:
+                process.send_signal(signal.SIGINT)
 
+    # Installed before the child starts: a caught signal is reset to its default in the child,
+    # whereas an ignored one (a shell's background job ignores SIGINT) would be inherited and make
+    # standalone deaf to the SIGINT it needs.
     signal.signal(signal.SIGINT, forward)
     signal.signal(signal.SIGTERM, forward)
-    return process.wait()
+    started.append(subprocess.Popen([airflow, "standalone"], env=env, start_new_session=True))
+    return started[0].wait()
 
 
 def main(argv: list[str] | None = None) -> int:
