@@ -60,14 +60,27 @@ def table_path(zone: Zone, table: str) -> Path:
     return zone.table(table)
 
 
-def read_table(zone: Zone, table: str, columns: list[str] | None = None) -> pd.DataFrame:
-    """The whole table as a DataFrame (empty when the folder is missing or holds no rows)."""
+def read_table(
+    zone: Zone, table: str, columns: list[str] | None = None, equal: dict[str, str] | None = None
+) -> pd.DataFrame:
+    """A table as a DataFrame (empty when the folder is missing or holds no rows).
+
+    ``columns`` and ``equal`` (column -> value) are pushed down to the Parquet scan, so a chart for one
+    client reads only its row groups and columns, not the whole rollups table.
+    """
     path = table_path(zone, table)
     if not path.is_dir():
         return pd.DataFrame(columns=columns or [])
     dataset = ds.dataset(path, format="parquet", partitioning=_PARTITIONING, ignore_prefixes=[".", "_"])
-    wanted = None if columns is None else [name for name in columns if name in dataset.schema.names]
-    frame = dataset.to_table(columns=wanted).to_pandas()
+    names = dataset.schema.names
+    wanted = None if columns is None else [name for name in columns if name in names]
+    condition = None
+    for column, value in (equal or {}).items():
+        if column not in names:
+            return pd.DataFrame(columns=wanted or names)
+        term = ds.field(column) == value
+        condition = term if condition is None else condition & term
+    frame = dataset.to_table(columns=wanted, filter=condition).to_pandas()
     for name in frame.columns:
         if pd.api.types.is_datetime64_any_dtype(frame[name]) and frame[name].dt.tz is None:
             frame[name] = frame[name].dt.tz_localize("UTC")

@@ -24,6 +24,14 @@ TEMPLATES = Environment(
     autoescape=select_autoescape(["html"]),
 )
 PNG_HEADERS = {"Cache-Control": "no-store"}
+ROLLUP_LISTING_COLUMNS = [
+    "client_instance_id",
+    "client_id",
+    "client_software_name",
+    "client_software_version",
+    "metric_name",
+]
+ROLLUP_CHART_COLUMNS = [*ROLLUP_LISTING_COLUMNS, "bucket_start", "attributes_key", "signal", "avg"]
 
 
 def _require_user() -> list[Any]:
@@ -60,7 +68,7 @@ def render_page(zone_key: str, client: str | None) -> str:
     """Gather everything the page shows; each section copes with missing data on its own."""
     choice = _zone_or_404(zone_key)
     now = datetime.now(UTC)
-    rollups = analytics_tables.read_table(choice.zone, "rollups")
+    rollups = analytics_tables.read_table(choice.zone, "rollups", columns=ROLLUP_LISTING_COLUMNS)
     anomalies = analytics_tables.read_table(choice.zone, "anomalies")
     broker_metrics = analytics_tables.read_table(choice.zone, "broker_metrics")
     clients = telemetry_view.clients(rollups, anomalies)
@@ -89,21 +97,17 @@ def render_page(zone_key: str, client: str | None) -> str:
 
 def client_chart(zone_key: str, client: str, metric: str) -> bytes:
     zone = _zone_or_404(zone_key).zone
-    rollups = analytics_tables.read_table(zone, "rollups")
-    anomalies = analytics_tables.read_table(zone, "anomalies")
-    thresholds = analytics_tables.read_table(zone, "thresholds")
+    selected = {"client_instance_id": client, "metric_name": metric}
+    rollups = analytics_tables.read_table(zone, "rollups", columns=ROLLUP_CHART_COLUMNS, equal=selected)
+    anomalies = analytics_tables.read_table(zone, "anomalies", equal=selected)
+    thresholds = analytics_tables.read_table(zone, "thresholds", equal={"metric_name": metric})
     series = telemetry_view.metric_series(rollups, client, metric)
-    breaches = (
-        anomalies[(anomalies["client_instance_id"] == client) & (anomalies["metric_name"] == metric)]
-        if not anomalies.empty
-        else anomalies
-    )
+    breaches = anomalies  # already this client's and this metric's
     levels = sorted({float(v) for v in breaches.get("threshold", pd.Series(dtype=float)).dropna()})[:3]
     if not levels and not thresholds.empty:
         static = thresholds[(thresholds["metric_name"] == metric) & (thresholds["kind"] == "static")]
         levels = sorted({float(v) for v in static["threshold"].dropna()})[:3]
-    label_rows = rollups[rollups["client_instance_id"] == client] if not rollups.empty else rollups
-    label = str(label_rows["client_id"].iloc[0]) if not label_rows.empty else client
+    label = str(rollups["client_id"].iloc[0]) if not rollups.empty else client
     return charts.client_metric_png(series, metric, label, levels, breaches)
 
 
