@@ -182,13 +182,17 @@ def _has_unknown_fields(message: Message) -> bool:
     return len(unknown_fields.UnknownFieldSet(message)) > 0
 
 
-def parse_metrics_data(value: bytes | None, value_format: ValueFormat = "otlp_proto") -> MetricsData:
+def parse_metrics_data(
+    value: bytes | None, value_format: ValueFormat = "otlp_proto", *, check_unknown_fields: bool = True
+) -> MetricsData:
     """Parse and sanity-check a record value; every way it can be wrong has its own reason.
 
     Protobuf parsing is lenient: bytes of another message type often parse as ``MetricsData`` with
-    their fields kept as *unknown fields*. So a value is accepted only if no message on the path
-    MetricsData > ResourceMetrics > ScopeMetrics > Metric carries unknown fields and every metric has
-    a name and one of the five data kinds.
+    their fields kept as *unknown fields*. So a value is accepted only if it has a ResourceMetrics,
+    no message on the path MetricsData > ResourceMetrics > ScopeMetrics carries unknown fields, and
+    (checked while decoding) every metric has a name and one of the five data kinds. The unknown-field
+    scan costs ~2 us per message; ``decode_batch`` runs it only for records that yield no points
+    (another message type that yields points would have failed the metric rule).
     """
     if value is None or len(value) == 0:
         raise TelemetryDecodeError("empty value: the record has no OTLP payload")
@@ -206,7 +210,12 @@ def parse_metrics_data(value: bytes | None, value_format: ValueFormat = "otlp_pr
             ) from None
     else:
         raise ValueError(f"value_format: must be one of {VALUE_FORMATS} (got {value_format!r})")
-    _check_structure(data)
+    if not data.resource_metrics:
+        raise TelemetryDecodeError(
+            "not an OTLP MetricsData: valid protobuf of another message type (no resource_metrics)"
+        )
+    if check_unknown_fields:
+        _check_structure(data)
     return data
 
 
@@ -649,9 +658,11 @@ def _decode_batch(records: Sequence[TopicRecord], value_format: ValueFormat) -> 
         mark = columns.mark()
         try:
             labels = _labels_of(record.headers)
-            data = parse_metrics_data(record.value, value_format)
+            data = parse_metrics_data(record.value, value_format, check_unknown_fields=False)
             record_index = columns.add_record(record, labels)
             columns.add_metrics(record_index, data)
+            if len(columns.points) == mark[3]:
+                _check_structure(data)  # no points: make sure it is not another message type
         except TelemetryDecodeError as err:
             reason = err.reason
         except (DecodeError, ValueError, OverflowError, TypeError) as err:

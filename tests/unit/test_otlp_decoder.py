@@ -329,3 +329,14 @@ def test_special_doubles_survive() -> None:
 def test_unknown_value_format_is_refused() -> None:
     with pytest.raises(ValueError, match="value_format"):
         decode_batch([], "avro")  # type: ignore[arg-type]
+
+
+def test_unknown_fields_reject_only_records_without_points() -> None:
+    only_unknown = b"\x0a\x02\x48\x01"  # one ResourceMetrics holding only an unknown varint field 9
+    batch = decode_batch([TopicRecord("t", 0, 0, RECORD_TS_MS, None, client_headers(), only_unknown)])
+    assert batch.failures and "unknown ResourceMetrics fields" in batch.failures[0][1]
+    empty_resource = b"\x0a\x00"  # a ResourceMetrics with nothing in it: valid, no points
+    assert decode_record(empty_resource, client_headers()) == []
+    # a newer OTLP version may add fields: a payload with points and an unknown field still decodes
+    newer = producer_like_payload(2) + b"\xa0\x06\x01"  # + unknown top-level field 100 (varint)
+    assert len(decode_record(newer, client_headers())) == 2
