@@ -12,7 +12,7 @@ PLUGIN_JAR := broker_plugin/target/kip714-broker-plugin.jar
 JAVA_CLIENT_JAR := tests/java_client/target/kip714-java-client.jar
 PYTEST_ARGS ?=
 
-.PHONY: help install venv plugin java-client kafka test unit-test lint demo bench airflow clean
+.PHONY: help install venv plugin java-client kafka browser test unit-test lint demo bench airflow clean
 
 help:
 	@echo "make demo   - install, start local Kafka + clients, run the troubleshooting job"
@@ -43,7 +43,10 @@ kafka: venv
 	$(BIN)/kip714 local-kafka install --kafka-version $(KAFKA_VERSION)
 	$(BIN)/kip714 local-kafka install --kafka-version $(KAFKA_COMPAT_VERSION)
 
-install: venv plugin java-client kafka
+browser:
+	bash tests/ui/install_browser.sh
+
+install: venv plugin java-client kafka browser
 
 test: install
 	$(BIN)/pytest $(PYTEST_ARGS)
