@@ -18,6 +18,7 @@ COMMAND_MODULES = (
     "airflow_provider_kip714.cli.local_kafka",
     "airflow_provider_kip714.cli.subscriptions",
     "airflow_provider_kip714.cli.telemetry",
+    "airflow_provider_kip714.cli.demo",
 )
 
 
