@@ -204,6 +204,11 @@ def stage_batch(
     return stage_records(zone_root, topic, fsync, value_format, batch.records())
 
 
+def _warm_up() -> None:
+    """Run one tiny decode so a new worker's first real chunk does not pay Arrow's kernel set-up."""
+    decode_batch([TopicRecord("", 0, 0, 0, None, None, None)])
+
+
 # --------------------------------------------------------------------------------------------------
 # the run
 
@@ -378,12 +383,15 @@ class TopicLander:
             return _InlineExecutor()
         # spawn, not fork: the consumer's librdkafka threads must not be forked mid-operation.
         context = multiprocessing.get_context("spawn")
-        return ProcessPoolExecutor(
+        pool = ProcessPoolExecutor(
             max_workers=self.workers,
             mp_context=context,
             initializer=_exit_with_parent,
             initargs=(os.getpid(),),
         )
+        for _ in range(self.workers):  # start and warm the workers while the consumer fetches
+            pool.submit(_warm_up)
+        return pool
 
     def _run(self, consumer: Consumer, next_offsets: dict[int, int]) -> LandingResult:
         started = time.monotonic()
