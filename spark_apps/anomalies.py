@@ -26,7 +26,7 @@ from kip714_common.landing import hour_partition_filter, path_exists, read_datap
 from kip714_common.outputs import RunSummary, summarise_written, table_path, write_table
 from kip714_common.rollup import date_hour_columns, rollup_points
 from kip714_common.rules import MATCH_SELECTORS, StaticRule, load_rules
-from kip714_common.schemas import CLIENT_IDENTITY_COLUMNS, ROLLUP_SCHEMA, THRESHOLD_SCHEMA
+from kip714_common.schemas import ANOMALY_SCHEMA, CLIENT_IDENTITY_COLUMNS, ROLLUP_SCHEMA, THRESHOLD_SCHEMA
 from kip714_common.session import configure, get_session
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -277,14 +277,17 @@ def run(argv: Sequence[str] | None = None, spark: SparkSession | None = None) ->
         baselines = learn_baselines(rollups.where(F.col("signal").isNotNull()), settings).persist()
         candidates.append(baseline_candidates(current, baselines, baseline_for))
 
-    write_table(
-        thresholds_frame(spark, baselines, rules, interval, settings, baseline_for),
-        common.output,
-        "thresholds",
+    learned = thresholds_frame(spark, baselines, rules, interval, settings, baseline_for)
+    write_table(learned, common.output, "thresholds", interval)
+    found = (
+        sustained_breaches(reduce(DataFrame.unionByName, candidates))
+        if candidates
+        else spark.createDataFrame([], ANOMALY_SCHEMA)
     )
-    if candidates:
-        write_table(sustained_breaches(reduce(DataFrame.unionByName, candidates)), common.output, "anomalies")
+    write_table(found, common.output, "anomalies", interval)
     rollups.unpersist()
+    if baselines is not None:
+        baselines.unpersist()
 
     summary = RunSummary(APP_NAME, interval, notes={"rules": [r.name for r in rules]})
     for table in ("thresholds", "anomalies"):
@@ -299,7 +302,8 @@ def _print_anomalies(spark: SparkSession, output_root: str, interval: Interval) 
     if not path_exists(spark, path):
         return
     rows = (
-        spark.read.parquet(path)
+        spark.read.schema(ANOMALY_SCHEMA)
+        .parquet(path)
         .where(hour_partition_filter(interval.start, interval.end))
         .orderBy(F.desc("severity"), F.desc("duration_seconds"))
         .limit(PRINTED_ANOMALIES)

@@ -216,8 +216,8 @@ def run(argv: Sequence[str] | None = None, spark: SparkSession | None = None) ->
     broker_points = points.where(F.col("record_type") == "broker")
     rolled = rollup_points(broker_points, interval, common.read_start, keep_buckets=True).persist()
     clients = per_client(rolled, client_identities(points), namespace).persist()
-    write_table(clients, common.output, "broker_client_metrics")
-    write_table(per_broker(rolled, clients, namespace), common.output, "broker_metrics")
+    write_table(clients, common.output, "broker_client_metrics", interval)
+    write_table(per_broker(rolled, clients, namespace), common.output, "broker_metrics", interval)
     rolled.unpersist()
     clients.unpersist()
 

@@ -30,7 +30,7 @@ def run(argv: Sequence[str] | None = None, spark: SparkSession | None = None) ->
 
     interval = common.interval
     points = read_datapoints(spark, common.input, common.read_start, interval.end, common.metric_aliases)
-    write_table(rollup_points(points, interval, common.read_start), common.output, "rollups")
+    write_table(rollup_points(points, interval, common.read_start), common.output, "rollups", interval)
 
     summary = RunSummary(APP_NAME, interval)
     summary.tables["rollups"] = summarise_written(spark, common.output, "rollups", interval)

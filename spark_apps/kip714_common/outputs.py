@@ -1,8 +1,10 @@
 """Writing output tables: Parquet partitioned by ``date``/``hour``, rerun-safe, with a printed summary.
 
-Dynamic partition overwrite replaces exactly the date/hour partitions present in what a run writes, so a
-rerun of the same interval (a retry, a backfill) leaves one copy. An hour for which the rerun produces no
-rows keeps what an earlier run wrote there.
+A run owns the date/hour partitions of its interval: it first removes them, then writes with dynamic
+partition overwrite. A rerun of the same interval (a retry, a backfill) therefore leaves exactly one copy,
+and an hour where the rerun finds nothing (say, no anomaly any more) is emptied too. Intervals that do not
+start and end on whole hours still own the whole hours they touch: give troubleshooting windows their
+own ``--output``.
 """
 
 from __future__ import annotations
@@ -47,14 +49,24 @@ def table_path(output_root: str, table: str) -> str:
     return f"{output_root}/{table}"
 
 
-def write_table(frame: DataFrame, output_root: str, table: str) -> str:
-    """Overwrite the frame's date/hour partitions of ``<output>/<table>``; checks the schema first."""
+def clear_partitions(spark: SparkSession, path: str, interval: Interval) -> None:
+    """Delete the interval's ``date=/hour=`` folders of one table (through Hadoop's FileSystem)."""
+    jvm = spark.sparkContext._jvm  # type: ignore[attr-defined]
+    configuration = spark.sparkContext._jsc.hadoopConfiguration()  # type: ignore[attr-defined]
+    for hour in interval.hours:
+        folder = jvm.org.apache.hadoop.fs.Path(f"{path}/date={hour:%Y-%m-%d}/hour={hour.hour}")
+        folder.getFileSystem(configuration).delete(folder, True)
+
+
+def write_table(frame: DataFrame, output_root: str, table: str, interval: Interval) -> str:
+    """Replace the interval's partitions of ``<output>/<table>`` with ``frame``; checks the schema first."""
     expected = OUTPUT_SCHEMAS[table]
     actual = [(f.name, f.dataType) for f in frame.schema.fields]
     wanted = [(f.name, f.dataType) for f in expected.fields]
     if actual != wanted:
         raise AssertionError(f"{table}: frame schema {actual} differs from the table schema {wanted}")
     path = table_path(output_root, table)
+    clear_partitions(frame.sparkSession, path, interval)
     frame.write.mode("overwrite").partitionBy(*OUTPUT_PARTITION_COLUMNS).parquet(path)
     return path
 

@@ -15,7 +15,7 @@ from kip714_common.cli import Interval
 from kip714_common.counters import HISTOGRAM_TYPES, with_increments
 from kip714_common.histograms import merged_counts_expression, percentile_expression
 from kip714_common.landing import epoch_nanos
-from kip714_common.schemas import CLIENT_IDENTITY_COLUMNS, ROLLUP_SCHEMA
+from kip714_common.schemas import CLIENT_IDENTITY_COLUMNS, ROLLUP_SCHEMA, STRING_MAP
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
@@ -30,6 +30,14 @@ GROUP_COLUMNS = (
     "temporality",
     "attributes_key",
 )
+DESCRIPTIVE_KEYS = (
+    "listener",
+    "cluster_id",
+    "metric_unit",
+    "source_metric_name",
+    "_resource_json",
+)
+"""Constant along a series in practice; grouping by them (as text) keeps aggregation buffers fixed-width."""
 
 
 def bucket_start_column(bucket_seconds: int) -> Column:
@@ -59,45 +67,44 @@ def rollup_points(
         F.col("time_ns") >= epoch_nanos(interval.start)
     )
     bucket = interval.bucket_seconds
-    is_histogram = F.col("metric_type").isin(*HISTOGRAM_TYPES)
-    last_fields = F.struct(
-        "point_value",
-        "count",
-        "sum",
-        "quantiles",
-        "hist_bounds",
-        "listener",
-        "cluster_id",
-        "broker_node_id",
-        "resource_attributes",
-        "attributes",
-        "source_metric_name",
-        "metric_unit",
+    is_complex = F.col("metric_type").isin(*HISTOGRAM_TYPES, "summary")
+    prepared = increments.withColumn("bucket_start", bucket_start_column(bucket)).withColumn(
+        "_resource_json", F.to_json(F.coalesce("resource_attributes", F.create_map().cast(STRING_MAP)))
     )
-    aggregated = (
-        increments.withColumn("bucket_start", bucket_start_column(bucket))
-        .groupBy(*GROUP_COLUMNS)
+    keys = (*GROUP_COLUMNS, *DESCRIPTIVE_KEYS)
+    # Fixed-width aggregation buffers only, so Spark keeps a hash aggregate for the bulk of the rows
+    # (gauges and sums); histograms and summaries need list/struct buffers and take the slower path.
+    scalar_aggregates = [
+        F.count(F.lit(1)).alias("count"),
+        F.min("point_value").alias("_min_value"),
+        F.max("point_value").alias("_max_value"),
+        F.avg("point_value").alias("_avg_value"),
+        F.sum("point_value").alias("_sum_value"),
+        F.max_by("point_value", "time_ns").alias("_last_value"),
+        F.max_by("broker_node_id", "time_ns").alias("_broker_node_id"),
+        F.min("ts").alias("first_time"),
+        F.max("ts").alias("last_time"),
+        F.sum("increment").alias("increase"),
+        F.sum(F.when(F.col("increment").isNotNull(), F.col("elapsed_ns"))).alias("_elapsed_ns"),
+        F.sum("is_reset").cast("int").alias("counter_resets"),
+    ]
+    scalars = prepared.where(~is_complex).groupBy(*keys).agg(*scalar_aggregates)
+    complex_rows = (
+        prepared.where(is_complex)
+        .groupBy(*keys)
         .agg(
-            F.count(F.lit(1)).alias("count"),
-            F.min("point_value").alias("_min_value"),
-            F.max("point_value").alias("_max_value"),
+            *scalar_aggregates,
             F.min("min").alias("_min_observed"),
             F.max("max").alias("_max_observed"),
-            F.avg("point_value").alias("_avg_value"),
-            F.sum("point_value").alias("_sum_value"),
-            F.min("ts").alias("first_time"),
-            F.max("ts").alias("last_time"),
-            F.sum("increment").alias("increase"),
-            F.sum(F.when(F.col("increment").isNotNull(), F.col("elapsed_ns"))).alias("_elapsed_ns"),
-            F.sum("is_reset").cast("int").alias("counter_resets"),
-            F.sum(F.when(is_histogram, F.col("inc_count"))).alias("_histogram_count"),
-            F.sum(F.when(is_histogram, F.col("inc_sum"))).alias("_histogram_sum"),
-            F.collect_list(F.when(is_histogram, F.col("inc_bucket_counts"))).alias("_counts_list"),
-            F.max_by(last_fields, "time_ns").alias("last"),
+            F.sum("inc_count").alias("_histogram_count"),
+            F.sum("inc_sum").alias("_histogram_sum"),
+            F.collect_list("inc_bucket_counts").alias("_counts_list"),
+            F.max_by(F.struct("count", "sum", "quantiles", "hist_bounds"), "time_ns").alias("last"),
         )
         .withColumn("merged_counts", merged_counts_expression("_counts_list"))
         .withColumn("merged_bounds", F.col("last.hist_bounds"))
     )
+    aggregated = scalars.unionByName(complex_rows, allowMissingColumns=True)
     kind = F.col("metric_type")
     histogram_count = F.when(kind == "summary", F.col("last.count")).otherwise(F.col("_histogram_count"))
     histogram_sum = F.when(kind == "summary", F.col("last.sum")).otherwise(F.col("_histogram_sum"))
@@ -122,16 +129,19 @@ def rollup_points(
         "bucket_seconds": F.lit(bucket),
         "record_type": F.col("record_type"),
         **{name: F.col(name) for name in CLIENT_IDENTITY_COLUMNS},
-        "listener": F.col("last.listener"),
-        "broker_node_id": F.col("last.broker_node_id"),
-        "cluster_id": F.col("last.cluster_id"),
-        "resource_attributes": F.col("last.resource_attributes"),
+        "listener": F.col("listener"),
+        "broker_node_id": F.col("_broker_node_id"),
+        "cluster_id": F.col("cluster_id"),
+        "resource_attributes": F.from_json("_resource_json", STRING_MAP),
         "metric_name": F.col("metric_name"),
-        "source_metric_name": F.col("last.source_metric_name"),
+        "source_metric_name": F.col("source_metric_name"),
         "metric_type": kind,
         "temporality": F.col("temporality"),
-        "metric_unit": F.col("last.metric_unit"),
-        "attributes": F.col("last.attributes"),
+        "metric_unit": F.col("metric_unit"),
+        "attributes": F.coalesce(
+            F.from_json(F.nullif(F.col("attributes_key"), F.lit("")), STRING_MAP),
+            F.create_map().cast(STRING_MAP),
+        ),
         "attributes_key": F.col("attributes_key"),
         "count": F.col("count"),
         "min": F.coalesce(F.col("_min_value"), F.col("_min_observed")),
@@ -139,7 +149,7 @@ def rollup_points(
         "avg": F.coalesce(F.col("_avg_value"), histogram_avg),
         "sum": F.coalesce(F.col("_sum_value"), histogram_sum),
         "last": F.coalesce(
-            F.col("last.point_value"),
+            F.col("_last_value"),
             F.col("last.sum") / F.when(F.col("last.count") > 0, F.col("last.count")),
         ),
         "first_time": F.col("first_time"),

@@ -56,7 +56,7 @@ def test_librdkafka_and_java_labels_land_on_one_normalised_series(spark, tmp_pat
     rows = spark.read.parquet(str(tmp_path / "out" / "rollups")).collect()
 
     assert {r["metric_name"] for r in rows} == {"producer.node.request.latency.avg"}
-    assert {r["attributes_key"] for r in rows} == {"node_id=1"}
+    assert {r["attributes_key"] for r in rows} == {'{"node_id":"1"}'}
     assert {r["client_software_name"] for r in rows} == {rdkafka.software_name, java.software_name}
     by_client = {r["client_instance_id"]: r for r in rows if r["bucket_start"].minute == 0}
     assert by_client[rdkafka.instance_id]["avg"] == 3.0

@@ -136,7 +136,8 @@ def test_name_and_label_normalisation_table():
     assert normalise_metric_name("a.b", {"a.b": "c.d"}) == "c.d"
     assert normalise_labels({"node.id": 1}) == normalise_labels({"node_id": "node-1"}) == {"node_id": "1"}
     assert normalise_labels({"node-id": "node--1", "client-id": "x"}) == {"node_id": "-1"}
-    assert labels_key({"b": "2", "a": None}) == "a=,b=2"
+    assert labels_key({"b": "2", "a": None}) == '{"a":null,"b":"2"}'
+    assert labels_key({}) == ""
 
 
 def test_package_builds_a_reproducible_zip_and_launch_arguments(tmp_path):
