@@ -282,11 +282,12 @@ def run_demo(settings: DemoSettings) -> int:
             )
 
         with steps.step("kip714_rollups over the demo's period"):
+            # An hourly data-interval timetable: `dags test` at T runs the interval that ends at T.
             hour = fleet_started.replace(minute=0, second=0, microsecond=0)
-            _airflow(env, "dags", "test", "kip714_rollups", hour.isoformat(), title="kip714_rollups")
-            if datetime.now(UTC) - hour > timedelta(hours=1):
-                next_hour = (hour + timedelta(hours=1)).isoformat()
-                _airflow(env, "dags", "test", "kip714_rollups", next_hour, title="kip714_rollups")
+            while hour <= datetime.now(UTC):
+                run_at = (hour + timedelta(hours=1)).isoformat()
+                _airflow(env, "dags", "test", "kip714_rollups", run_at, title="kip714_rollups")
+                hour += timedelta(hours=1)
 
         with steps.step("Results"):
             zones = troubleshoot_zones(data_dir)
