@@ -1,0 +1,227 @@
+"""Rollups + anomalies benchmark: Spark apps on local[2] vs the same work in DuckDB (same run, same Parquet).
+
+Workload: a synthetic producer fleet (librdkafka and Java, 10 metrics each, one push every 10 s for one
+hour) written with pyarrow in ``DATAPOINT_SCHEMA`` at 1M and 10M data points. Spark runs the real apps
+(``rollups.run`` then ``anomalies.run`` with the default rules and MAD baselines over the hour) in one
+warm local[2] session. The baseline is the same rollup (name/label normalisation, 1-minute buckets,
+count/min/max/avg/sum/last, delta-sum rates) and the same anomaly pass (median + 4 x MAD per metric and
+client group, KIP rule, sustained breaches) in DuckDB SQL with 2 threads, writing the same partitioned
+Parquet. Targets: Spark <= 3 x DuckDB at 10M; Spark time(10M) / time(1M) <= 8.
+
+    .venv/bin/python bench/bench_rollups.py                # 1M and 10M (generates ~0.5 GB under --data)
+    .venv/bin/python bench/bench_rollups.py --sizes 1000000
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "spark_apps"))
+os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+
+import duckdb  # noqa: E402
+from synthetic_landing import generate_fleet  # noqa: E402
+
+START = datetime(2026, 1, 31, 13, tzinfo=UTC)
+WINDOW = ("2026-01-31T13:00:00Z", "2026-01-31T14:00:00Z")
+RULES = REPO / "spark_apps" / "rules" / "default_rules.json"
+
+DUCKDB_ROLLUP = """
+CREATE OR REPLACE TEMP VIEW points AS
+SELECT
+    client_instance_id, client_instance_id_hex, client_id, client_software_name, client_software_version,
+    client_source_address, principal, record_type, metric_type, temporality,
+    regexp_replace(regexp_replace(lower(metric_name), '-', '.', 'g'), '^org\\.apache\\.kafka\\.', '')
+        AS metric_name,
+    array_to_string(list_sort(list_filter(list_transform(map_entries(attributes), lambda e:
+        regexp_replace(lower(e.key), '[.-]', '_', 'g') || '=' ||
+        CASE WHEN regexp_replace(lower(e.key), '[.-]', '_', 'g') = 'node_id'
+             THEN regexp_replace(e.value, '^node-', '') ELSE coalesce(e.value, '') END),
+        lambda kv: NOT starts_with(kv, 'client_id='))), ',') AS attributes_key,
+    epoch_ns(time) AS time_ns, epoch_ns(start_time) AS start_ns,
+    coalesce(value, value_int::DOUBLE) AS point_value,
+    to_timestamp(floor(epoch_ns(time) / 60e9) * 60) AS bucket_start
+FROM read_parquet('{root}/datapoints/*/*/*.parquet', hive_partitioning = false)
+WHERE epoch_ns(time) >= {start_ns} AND epoch_ns(time) < {end_ns};
+
+COPY (
+    SELECT bucket_start, record_type, client_instance_id, client_instance_id_hex, client_id,
+        client_software_name, client_software_version, client_source_address, principal,
+        metric_name, metric_type, temporality, attributes_key,
+        count(*) AS count, min(point_value) AS min, max(point_value) AS max, avg(point_value) AS avg,
+        sum(point_value) AS sum, arg_max(point_value, time_ns) AS last,
+        sum(CASE WHEN metric_type = 'sum' THEN point_value END) AS increase,
+        sum(CASE WHEN metric_type = 'sum' THEN point_value END)
+            / nullif(sum(CASE WHEN metric_type = 'sum' THEN (time_ns - start_ns) / 1e9 END), 0)
+            AS rate_per_second,
+        CASE WHEN metric_type = 'gauge' THEN avg(point_value)
+             ELSE sum(point_value) / nullif(sum((time_ns - start_ns) / 1e9), 0) END AS signal,
+        strftime(bucket_start, '%Y-%m-%d') AS date, hour(bucket_start) AS hour
+    FROM points
+    GROUP BY 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13
+) TO '{out}/rollups' (FORMAT parquet, PARTITION_BY (date, hour), OVERWRITE_OR_IGNORE true);
+"""
+
+DUCKDB_ANOMALIES = """
+CREATE OR REPLACE TEMP VIEW rolled AS
+SELECT *, concat_ws('|', coalesce(client_software_name, ''), coalesce(client_id, '')) AS client_group
+FROM read_parquet('{out}/rollups/*/*/*.parquet', hive_partitioning = true) WHERE record_type = 'client';
+
+CREATE OR REPLACE TEMP TABLE baselines AS
+WITH medians AS (
+    SELECT metric_name, client_group, median(signal) AS median, count(*) AS n FROM rolled
+    WHERE signal IS NOT NULL GROUP BY ALL
+)
+SELECT m.metric_name, m.client_group, m.median, m.n,
+    median(abs(r.signal - m.median)) AS mad
+FROM rolled r JOIN medians m USING (metric_name, client_group)
+WHERE r.signal IS NOT NULL AND m.n >= 10 GROUP BY ALL;
+
+COPY (
+    WITH candidates AS (
+        SELECT 'baseline' AS kind, r.*, r.signal AS observed,
+            b.median + 4 * greatest(1.4826 * b.mad, greatest(0.1 * abs(b.median), 1.0)) AS threshold,
+            60 AS min_s
+        FROM rolled r JOIN baselines b USING (metric_name, client_group)
+        UNION ALL BY NAME
+        SELECT 'static' AS kind, r.*, r.max AS observed, 5000.0 AS threshold, 180 AS min_s
+        FROM rolled r WHERE metric_name = 'producer.record.queue.time.max'
+    ), breaching AS (
+        SELECT *, epoch(bucket_start) // 60 - row_number() OVER (
+            PARTITION BY kind, metric_name, client_instance_id, attributes_key ORDER BY bucket_start
+        ) AS island
+        FROM candidates WHERE observed > threshold
+    )
+    SELECT kind, metric_name, client_instance_id, client_id, client_source_address, attributes_key,
+        min(bucket_start) AS breach_start, count(*) * 60 AS duration_seconds, max(observed) AS peak_value,
+        any_value(threshold) AS threshold,
+        strftime(min(bucket_start), '%Y-%m-%d') AS date, hour(min(bucket_start)) AS hour
+    FROM breaching GROUP BY kind, metric_name, client_instance_id, client_id, client_source_address,
+        attributes_key, island, min_s
+    HAVING count(*) * 60 > min_s
+) TO '{out}/anomalies' (FORMAT parquet, PARTITION_BY (date, hour), OVERWRITE_OR_IGNORE true);
+"""
+
+
+def ensure_landing(data_dir: Path, points: int) -> Path:
+    """Generate (once) a landing root with about ``points`` data points; reused across runs."""
+    root = data_dir / f"landing-{points}"
+    marker = root / "GENERATED.json"
+    if marker.exists():
+        return root
+    shutil.rmtree(root, ignore_errors=True)
+    began = time.perf_counter()
+    rows = generate_fleet(root, START, hours=1, target_points=points, clients_per_chunk=500)
+    marker.write_text(json.dumps({"rows": rows}))
+    print(f"generated {rows:,} points in {time.perf_counter() - began:.1f} s under {root}", flush=True)
+    return root
+
+
+def run_spark(spark, landing: Path, out: Path) -> tuple[float, float]:  # type: ignore[no-untyped-def]
+    import anomalies
+    import rollups
+
+    common = ["--input", str(landing), "--output", str(out), "--start", WINDOW[0], "--end", WINDOW[1]]
+    began = time.perf_counter()
+    rollups.run(common, spark)
+    rolled = time.perf_counter()
+    anomalies.run([*common, "--rules", str(RULES), "--history", "0s"], spark)
+    return rolled - began, time.perf_counter() - rolled
+
+
+def run_duckdb(landing: Path, out: Path) -> tuple[float, float]:
+    connection = duckdb.connect()
+    connection.execute("SET threads = 2")
+    connection.execute("SET TimeZone = 'UTC'")
+    out.mkdir(parents=True, exist_ok=True)
+    start_ns = int(START.timestamp()) * 1_000_000_000
+    values = {"root": landing, "out": out, "start_ns": start_ns, "end_ns": start_ns + 3600 * 1_000_000_000}
+    began = time.perf_counter()
+    connection.execute(DUCKDB_ROLLUP.format(**values))
+    rolled = time.perf_counter()
+    connection.execute(DUCKDB_ANOMALIES.format(**values))
+    done = time.perf_counter()
+    connection.close()
+    return rolled - began, done - rolled
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="1000000,10000000", help="comma list of data point counts")
+    parser.add_argument("--data", default=str(Path(tempfile.gettempdir()) / "kip714-bench-rollups"))
+    parser.add_argument("--driver-memory", default="4g")
+    args = parser.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",")]
+    data_dir = Path(args.data)
+    landings = {size: ensure_landing(data_dir, size) for size in sizes}
+
+    from kip714_common.session import configure
+    from pyspark.sql import SparkSession
+
+    spark = (
+        SparkSession.builder.master("local[2]")
+        .appName("kip714-bench-rollups")
+        .config("spark.driver.memory", args.driver_memory)
+        .config("spark.sql.shuffle.partitions", "8")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .getOrCreate()
+    )
+    spark.sparkContext.setLogLevel("ERROR")
+    configure(spark)
+    # one untimed pass over the smallest size: class loading, JIT and the page cache out of the figures
+    run_spark(spark, landings[min(sizes)], data_dir / "out-warmup")
+
+    results = {}
+    for size, landing in landings.items():
+        spark_out, duck_out = data_dir / f"out-spark-{size}", data_dir / f"out-duckdb-{size}"
+        shutil.rmtree(spark_out, ignore_errors=True)
+        shutil.rmtree(duck_out, ignore_errors=True)
+        spark_rollup, spark_anomalies = run_spark(spark, landing, spark_out)
+        duck_rollup, duck_anomalies = run_duckdb(landing, duck_out)
+        spark_rows = spark.read.parquet(str(spark_out / "rollups")).count()
+        duck_rows = duckdb.sql(
+            f"SELECT count(*) FROM read_parquet('{duck_out}/rollups/*/*/*.parquet')"
+        ).fetchall()[0][0]
+        results[size] = {
+            "spark_rollups_s": spark_rollup,
+            "spark_anomalies_s": spark_anomalies,
+            "spark_total_s": spark_rollup + spark_anomalies,
+            "duckdb_rollups_s": duck_rollup,
+            "duckdb_anomalies_s": duck_anomalies,
+            "duckdb_total_s": duck_rollup + duck_anomalies,
+            "rollup_rows_spark": spark_rows,
+            "rollup_rows_duckdb": duck_rows,
+        }
+        r = results[size]
+        print(
+            f"{size:>11,} points | spark rollups {r['spark_rollups_s']:6.1f} s + anomalies "
+            f"{r['spark_anomalies_s']:5.1f} s = {r['spark_total_s']:6.1f} s | "
+            f"duckdb {r['duckdb_rollups_s']:5.1f} s"
+            f" + {r['duckdb_anomalies_s']:5.1f} s = {r['duckdb_total_s']:6.1f} s | spark/duckdb "
+            f"{r['spark_total_s'] / r['duckdb_total_s']:4.2f}x | rollup rows {spark_rows:,} vs {duck_rows:,}",
+            flush=True,
+        )
+    spark.stop()
+    if len(sizes) >= 2:
+        small, large = results[min(sizes)], results[max(sizes)]
+        scaling = large["spark_total_s"] / small["spark_total_s"]
+        versus = large["spark_total_s"] / large["duckdb_total_s"]
+        print(f"spark time({max(sizes):,}) / time({min(sizes):,}) = {scaling:.2f} (target <= 8)")
+        print(f"spark / duckdb at {max(sizes):,} = {versus:.2f}x (target <= 3)")
+    print("BENCH_JSON " + json.dumps(results, sort_keys=True))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
