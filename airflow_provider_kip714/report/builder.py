@@ -182,11 +182,16 @@ def selector_map(selectors: Sequence[str] | Mapping[str, str] | None) -> dict[st
     return {key.strip(): pattern for key, _, pattern in pairs}
 
 
-def _clip(frame: pd.DataFrame, column: str, window: tuple[datetime, datetime] | None) -> pd.DataFrame:
+def _clip(
+    frame: pd.DataFrame, column: str, window: tuple[datetime, datetime] | None, end_column: str | None = None
+) -> pd.DataFrame:
+    """Rows overlapping ``[start, end)``: a bucket or breach that started just before the window counts."""
     if frame.empty or window is None or column not in frame.columns:
         return frame
     start, end = (_utc(moment) for moment in window)
-    return frame[(frame[column] >= start) & (frame[column] < end)]
+    finishes = frame[end_column] if end_column in frame.columns else frame[column]
+    inside = (finishes > start) | (frame[column] >= start)
+    return frame[inside & (frame[column] < end)]
 
 
 def _utc(moment: datetime) -> pd.Timestamp:
@@ -300,12 +305,16 @@ def build_report(
     selectors = selector_map(client_selectors)
     rollups = read_zone_table(zone, "rollups")
     if not rollups.empty:
-        rollups = _clip(rollups[rollups["record_type"] == "client"], "bucket_start", window)
+        rollups = _clip(rollups[rollups["record_type"] == "client"], "bucket_start", window, "bucket_end")
     rollups = _selected(rollups, selectors)
     thresholds = read_zone_table(zone, "thresholds")
-    anomalies = _selected(_clip(read_zone_table(zone, "anomalies"), "breach_start", window), selectors)
-    broker_metrics = _clip(read_zone_table(zone, "broker_metrics"), "bucket_start", window)
-    broker_clients = _clip(read_zone_table(zone, "broker_client_metrics"), "bucket_start", window)
+    anomalies = _selected(
+        _clip(read_zone_table(zone, "anomalies"), "breach_start", window, "breach_end"), selectors
+    )
+    broker_metrics = _clip(read_zone_table(zone, "broker_metrics"), "bucket_start", window, "bucket_end")
+    broker_clients = _clip(
+        read_zone_table(zone, "broker_client_metrics"), "bucket_start", window, "bucket_end"
+    )
 
     report_dir = zone.report
     plots_dir = report_dir / PLOTS_DIR

@@ -65,6 +65,8 @@ def run_dag_test(
         command, env=env, capture_output=True, text=True, timeout=timeout_s, check=False
     )
     output = completed.stdout + completed.stderr
+    if os.environ.get("KIP714_TEST_DAG_LOG"):  # keep the whole run's log for a human to read
+        Path(os.environ["KIP714_TEST_DAG_LOG"]).write_text(output)
     lines = [line for line in completed.stdout.splitlines() if line.startswith('{"state"')]
     summary = json.loads(lines[-1]) if lines else None
     if summary is not None:

@@ -177,6 +177,7 @@ def make_zone(root: Path, *, with_anomaly: bool = True, with_brokers: bool = Tru
                 ("peak_value", pa.float64()),
                 ("excess_ratio", pa.float64()),
                 ("breach_start", pa.timestamp("us", tz="UTC")),
+                ("breach_end", pa.timestamp("us", tz="UTC")),
                 ("duration_seconds", pa.int64()),
             ]
         )
@@ -193,6 +194,7 @@ def make_zone(root: Path, *, with_anomaly: bool = True, with_brokers: bool = Tru
             "peak_value": 900.0,
             "excess_ratio": 0.8,
             "breach_start": START + timedelta(seconds=80),
+            "breach_end": START + timedelta(seconds=120),
             "duration_seconds": 40,
         }
         write_partitioned(zone.analytics, "anomalies", [anomaly], anomaly_schema)
@@ -317,6 +319,12 @@ def test_window_clips_buckets_and_anomalies(tmp_path: Path) -> None:
     result = build_report(zone, window=(START, START + timedelta(seconds=50)))
     assert result.anomalies == 0  # the breach starts at +80 s
     assert result.metrics_plotted == 2
+
+
+def test_window_keeps_a_breach_that_began_just_before_it(tmp_path: Path) -> None:
+    zone = make_zone(tmp_path / "zone")
+    result = build_report(zone, window=(START + timedelta(seconds=85), START + timedelta(seconds=200)))
+    assert result.anomalies == 1
 
 
 def test_empty_zone_renders_and_bad_budget_is_refused(tmp_path: Path) -> None:
