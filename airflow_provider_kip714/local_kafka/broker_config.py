@@ -199,6 +199,10 @@ class DataDirLayout:
         return self.root / "kraft-logs"
 
     @property
+    def plugin_dir(self) -> Path:
+        return self.root / "plugin"
+
+    @property
     def meta_properties(self) -> Path:
         return self.log_dirs / "meta.properties"
 

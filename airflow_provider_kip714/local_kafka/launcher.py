@@ -11,6 +11,7 @@ import contextlib
 import logging
 import os
 import shlex
+import shutil
 import subprocess
 import time
 import uuid
@@ -83,6 +84,15 @@ def _log_tails(layout: DataDirLayout) -> str:
     return "\n".join(parts) if parts else f"(no log output in {layout.logs_dir})"
 
 
+def private_plugin_copy(plugin_jar: Path, layout: DataDirLayout) -> Path:
+    """The broker loads its own copy: a JVM reads classes lazily from its jar, so rebuilding the
+    plugin (``make plugin``) under a running broker would break it with NoClassDefFoundError."""
+    layout.plugin_dir.mkdir(parents=True, exist_ok=True)
+    copy = layout.plugin_dir / plugin_jar.name
+    shutil.copy2(plugin_jar, copy)
+    return copy
+
+
 def java_command(
     java: Path,
     distribution: KafkaDistribution,
@@ -93,7 +103,7 @@ def java_command(
     """The JVM command line: Kafka's usual flags, the cached classpath (+ plugin jar), a main class."""
     classpath = [str(jar) for jar in distribution.classpath()]
     if settings.plugin_jar is not None:
-        classpath.append(str(settings.plugin_jar))
+        classpath.append(str(private_plugin_copy(settings.plugin_jar, layout)))
     heap = shlex.split(os.environ.get("KAFKA_HEAP_OPTS", DEFAULT_HEAP_OPTS))
     extra = shlex.split(os.environ.get("KAFKA_OPTS", ""))
     return [

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -78,6 +79,15 @@ def test_cluster_ids_are_kafka_uuid_text() -> None:
     assert all(len(cluster_id) == 22 and not cluster_id.startswith("-") for cluster_id in ids)
 
 
+def _wait_for_exec(pid: int, marker: str, timeout_s: float = 10.0) -> None:
+    """Popen returns before the child has exec'd; until then /proc shows the parent's command line."""
+    cmdline = Path(f"/proc/{pid}/cmdline")
+    deadline = time.monotonic() + timeout_s
+    while marker not in cmdline.read_bytes().decode(errors="replace"):
+        assert time.monotonic() < deadline, f"pid {pid} never showed {marker!r} in its command line"
+        time.sleep(0.01)
+
+
 def test_a_starting_broker_reports_not_ready_and_stop_terminates_exactly_it(
     tmp_path: Path, bystander: subprocess.Popen[bytes], capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -87,6 +97,7 @@ def test_a_starting_broker_reports_not_ready_and_stop_terminates_exactly_it(
         [sys.executable, "-c", "import time; time.sleep(60)", "kafka.Kafka", str(layout.server_properties)]
     )
     try:
+        _wait_for_exec(look_alike.pid, "kafka.Kafka")
         write_pid(layout.pid_file, look_alike.pid)
         assert is_our_broker(look_alike.pid, layout.server_properties)
         with pytest.raises(BrokerNotReadyError, match="not ready"):
