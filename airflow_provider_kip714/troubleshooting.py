@@ -215,6 +215,10 @@ class TroubleshootingRequest:
             )
         match = tuple(selector.render() for selector in parse_match([*selectors, *extra]))
         metrics = parse_metrics(params.get("metrics"))
+        if not metrics:
+            raise SubscriptionValidationError(
+                "metrics", "must list at least one metric-name prefix (* = all); empty would collect nothing"
+            )
         # Kafka's own rules (interval range, selectors, regexes, metrics), before any cluster call
         subscription = Subscription.from_spec(
             name="validation-only", metrics=metrics, interval_ms=params.get("interval_ms"), match=match

@@ -1,0 +1,156 @@
+"""The troubleshooting form: validation before the cluster, thresholds -> rules, window bounds."""
+
+from __future__ import annotations
+
+import json
+import sys
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from airflow_provider_kip714.data_layout import Zone
+from airflow_provider_kip714.exceptions import SubscriptionValidationError
+from airflow_provider_kip714.troubleshooting import (
+    THRESHOLD_FIELDS,
+    TroubleshootingRequest,
+    WindowBounds,
+    normalise_metric_prefix,
+    troubleshoot_params,
+    window_rules,
+    write_window_rules,
+)
+from airflow_provider_kip714.window_name import format_window_name
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def defaults(**overrides: object) -> dict[str, object]:
+    return {**{name: param.value for name, param in troubleshoot_params().items()}, **overrides}
+
+
+def test_defaults_are_a_valid_request() -> None:
+    request = TroubleshootingRequest.from_params(defaults())
+    assert request.match == () and request.metrics == ("org.apache.kafka.",)
+    assert (
+        request.interval_ms == 5000
+        and request.window_seconds == 120
+        and request.kafka_config_id == "kafka_default"
+    )
+
+
+def test_selectors_from_fields_and_extra_entries_are_combined() -> None:
+    request = TroubleshootingRequest.from_params(
+        defaults(
+            client_id="orders-.*",
+            client_software_name="apache-kafka-java",
+            extra_match=["client_source_port=9.*"],
+        )
+    )
+    assert request.match == (
+        "client_id=orders-.*",
+        "client_software_name=apache-kafka-java",
+        "client_source_port=9.*",
+    )
+    assert request.selectors()["client_id"] == "orders-.*"
+
+
+@pytest.mark.parametrize(
+    ("overrides", "field", "rule"),
+    [
+        ({"interval_ms": 50}, "interval.ms", "100"),
+        ({"extra_match": ["client_colour=red"]}, "match", "unknown selector"),
+        ({"client_id": "orders-("}, "match", "does not compile"),
+        ({"metrics": []}, "metrics", "at least one"),
+        ({"window_seconds": 5}, "window_seconds", "10..86400"),
+        ({"bucket": "7s"}, "bucket", "must be one of"),
+        ({"kafka_config_id": " "}, "kafka_config_id", "must name an Airflow connection"),
+        ({"thresholds": [{"metric_prefix": "x", "threshold": "high"}]}, "thresholds[0].threshold", "number"),
+        (
+            {"thresholds": [{"metric_prefix": "x", "threshold": 1, "field": "median"}]},
+            "thresholds[0].field",
+            "one of",
+        ),
+        (
+            {"thresholds": [{"metric_prefix": "x", "threshold": 1, "colour": 1}]},
+            "thresholds[0].colour",
+            "not a",
+        ),
+        (
+            {
+                "thresholds": [
+                    {"metric_prefix": "x", "threshold": 5, "comparison": "<", "critical_threshold": 9}
+                ]
+            },
+            "thresholds[0].critical_threshold",
+            "direction <",
+        ),
+    ],
+)
+def test_invalid_fields_are_named_with_their_rule(overrides: dict, field: str, rule: str) -> None:
+    with pytest.raises(SubscriptionValidationError) as raised:
+        TroubleshootingRequest.from_params(defaults(**overrides))
+    assert raised.value.field == field
+    assert rule in str(raised.value)
+
+
+def test_form_threshold_fields_are_rule_fields_of_the_anomalies_app() -> None:
+    sys.path.insert(0, str(REPO_ROOT / "spark_apps"))
+    try:
+        from kip714_common.names import normalise_metric_name
+        from kip714_common.rules import RULE_FIELDS
+    finally:
+        sys.path.remove(str(REPO_ROOT / "spark_apps"))
+    assert set(THRESHOLD_FIELDS) <= set(RULE_FIELDS)
+    for name in ("org.apache.kafka.Producer.Record-Queue", "consumer.fetch", "kafka.server.x"):
+        assert normalise_metric_prefix(name) == normalise_metric_name(name)
+
+
+def write_rollup_names(zone: Zone, names: list[str]) -> None:
+    folder = zone.table("rollups") / "date=2026-03-01" / "hour=10"
+    folder.mkdir(parents=True)
+    table = pa.table(
+        {"metric_name": [*names, "broker.only"], "record_type": ["client"] * len(names) + ["broker"]}
+    )
+    pq.write_table(table, folder / "part-0.parquet")
+
+
+def test_thresholds_become_one_rule_per_rolled_up_metric(tmp_path: Path) -> None:
+    zone = Zone(tmp_path)
+    write_rollup_names(
+        zone, ["producer.record.queue.time.avg", "producer.record.queue.time.max", "consumer.x"]
+    )
+    request = TroubleshootingRequest.from_params(
+        defaults(
+            client_id="orders-.*",
+            client_source_port="9092",
+            use_default_rules=False,
+            thresholds=[
+                {"metric_prefix": "org.apache.kafka.producer.record.queue", "threshold": 10, "field": "max"},
+                {"metric_prefix": "broker.", "threshold": 1},
+            ],
+        )
+    )
+    path, count = write_window_rules(zone, request, None)
+    rules = json.loads(path.read_text())["rules"]
+    assert count == 2 and [r["metric"] for r in rules] == [
+        "producer.record.queue.time.avg",
+        "producer.record.queue.time.max",
+    ]
+    assert all(r["match"] == {"client_id": "orders-.*"} for r in rules)  # no port in the rollups
+    assert all(r["field"] == "max" and r["threshold"] == 10 for r in rules)
+
+
+def test_default_rules_are_included_when_asked(tmp_path: Path) -> None:
+    default_rules = REPO_ROOT / "spark_apps" / "rules" / "default_rules.json"
+    request = TroubleshootingRequest.from_params(defaults())
+    document = window_rules(request, [], default_rules)
+    assert document == json.loads(default_rules.read_text())
+
+
+def test_window_bounds_come_from_the_subscription_name() -> None:
+    expires = datetime(2026, 3, 1, 10, 5, tzinfo=UTC)
+    bounds = WindowBounds.of_subscription(format_window_name("troubleshoot", expires, "0badcafe"), 300)
+    assert (bounds.start, bounds.end) == (expires - timedelta(seconds=300), expires)
