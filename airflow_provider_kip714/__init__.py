@@ -36,6 +36,7 @@ def get_provider_info() -> dict[str, Any]:
                 "python-modules": [
                     "airflow_provider_kip714.operators.client_metrics",
                     "airflow_provider_kip714.operators.telemetry",
+                    "airflow_provider_kip714.operators.report",
                 ],
             }
         ],
@@ -71,5 +72,6 @@ def get_provider_info() -> dict[str, Any]:
                 },
             }
         ],
+        "extra-links": ["airflow_provider_kip714.operators.report.TroubleshootingReportLink"],
         "plugins": [],
     }
