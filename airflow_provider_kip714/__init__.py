@@ -12,7 +12,9 @@ def get_provider_info() -> dict[str, Any]:
     return {
         "package-name": "airflow-provider-kip714",
         "name": "Kafka KIP-714 client metrics",
-        "description": "Time-boxed KIP-714 client-metrics subscriptions, telemetry landing and Spark analytics.",
+        "description": (
+            "Time-boxed KIP-714 client-metrics subscriptions, telemetry landing and Spark analytics."
+        ),
         "versions": [__version__],
         "integrations": [
             {
