@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +18,8 @@ import pandas as pd
 SEVERITY_COLOURS = {"warning": "#e69f00", "critical": "#d55e00"}
 FIGURE_SIZE = (7.0, 2.8)
 DPI = 80
+OFF_SCALE_SPANS = 5.0
+"""Thresholds further than this many data spans from the series are listed, not drawn."""
 
 
 @dataclass(frozen=True)
@@ -47,21 +50,44 @@ def _finish(figure: plt.Figure, axes: plt.Axes, path: Path) -> Path:
     return path
 
 
+def split_off_scale(
+    series: Sequence[Series], thresholds: Sequence[ThresholdLine]
+) -> tuple[list[ThresholdLine], list[ThresholdLine]]:
+    """(thresholds to draw, thresholds too far from the data to draw)."""
+    observed = [v for line in series for v in line.values if v is not None and not math.isnan(v)]
+    if not observed:
+        return list(thresholds), []
+    low, high = min(observed), max(observed)
+    reach = OFF_SCALE_SPANS * max(high - low, abs(high), abs(low), 1e-9)
+    drawn = [t for t in thresholds if low - reach <= t.value <= high + reach]
+    return drawn, [t for t in thresholds if t not in drawn]
+
+
 def plot_metric(
     path: Path, title: str, unit: str, series: Sequence[Series], thresholds: Sequence[ThresholdLine]
 ) -> Path:
-    """One metric of one client over the window, one line per label set, threshold lines dashed."""
+    """One metric of one client over the window, one line per label set, threshold lines dashed.
+
+    A threshold far outside the data (say a 5000 ms rule over 20 ms values) is listed in the legend as
+    off scale instead of being drawn, so it does not flatten the series into a line at zero.
+    """
     figure, axes = plt.subplots(figsize=FIGURE_SIZE)
+    drawn, off_scale = split_off_scale(series, thresholds)
     for line in series:
         axes.plot(
             list(line.times), list(line.values), marker="o", markersize=3, linewidth=1.2, label=line.label
         )
-    for threshold in thresholds:
+    for threshold in off_scale:
+        colour = SEVERITY_COLOURS.get(threshold.severity, "#cc79a7")
+        label = f"{threshold.label} {threshold.value:.6g} (off scale)"
+        axes.plot([], [], linestyle="--", linewidth=1.0, color=colour, label=label)
+    for threshold in drawn:
+        colour = SEVERITY_COLOURS.get(threshold.severity, "#cc79a7")
         axes.axhline(
             threshold.value,
             linestyle="--",
             linewidth=1.0,
-            color=SEVERITY_COLOURS.get(threshold.severity, "#cc79a7"),
+            color=colour,
             label=f"{threshold.label} {threshold.value:.6g}",
         )
     axes.set_title(title, fontsize=9)

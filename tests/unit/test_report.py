@@ -334,6 +334,15 @@ def test_empty_zone_renders_and_bad_budget_is_refused(tmp_path: Path) -> None:
         build_report(Zone(tmp_path / "empty"), max_plots=-1)
 
 
+def test_far_away_thresholds_are_listed_not_drawn() -> None:
+    from airflow_provider_kip714.report.plots import Series, ThresholdLine, split_off_scale
+
+    series = [Series("signal", [START, START + timedelta(seconds=10)], [18.0, 26.0])]
+    near, far, zero = ThresholdLine("near", 40.0), ThresholdLine("far", 5000.0), ThresholdLine("zero", 0.0)
+    assert split_off_scale(series, [near, far, zero]) == ([near, zero], [far])
+    assert split_off_scale([], [far]) == ([far], [])
+
+
 def test_report_url_matches_the_zone_folder_name(tmp_path: Path) -> None:
     run_id = "manual__2026-03-01T10:00:00+00:00"
     zone = troubleshoot_zone(run_id, root=tmp_path)
