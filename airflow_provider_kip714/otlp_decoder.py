@@ -20,10 +20,13 @@ from typing import Any, Final, Literal, NamedTuple
 
 import numpy as np
 import pyarrow as pa
-from google.protobuf import json_format, unknown_fields
+from google.protobuf import descriptor_pb2, descriptor_pool, json_format, message_factory, unknown_fields
 from google.protobuf.message import DecodeError, Message
-from opentelemetry.proto.common.v1.common_pb2 import AnyValue
+from opentelemetry.proto.common.v1 import common_pb2
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+from opentelemetry.proto.metrics.v1 import metrics_pb2
 from opentelemetry.proto.metrics.v1.metrics_pb2 import MetricsData
+from opentelemetry.proto.resource.v1 import resource_pb2
 
 from airflow_provider_kip714.exceptions import TelemetryDecodeError
 from airflow_provider_kip714.instance_id import to_hex_form
@@ -183,7 +186,11 @@ def _has_unknown_fields(message: Message) -> bool:
 
 
 def parse_metrics_data(
-    value: bytes | None, value_format: ValueFormat = "otlp_proto", *, check_unknown_fields: bool = True
+    value: bytes | None,
+    value_format: ValueFormat = "otlp_proto",
+    *,
+    check_unknown_fields: bool = True,
+    message_class: type[Message] = MetricsData,
 ) -> MetricsData:
     """Parse and sanity-check a record value; every way it can be wrong has its own reason.
 
@@ -202,7 +209,7 @@ def parse_metrics_data(
         data = _parse_json(value)
     elif value_format == "otlp_proto":
         try:
-            data = MetricsData.FromString(value)
+            data = message_class.FromString(value)
         except DecodeError:
             raise TelemetryDecodeError(
                 f"not OTLP protobuf: the {len(value)}-byte value is not valid protobuf wire format "
@@ -299,11 +306,7 @@ def _render_attributes(attributes: Iterable[Any]) -> list[tuple[str, str | None]
 # columnar builder
 
 
-_RECORD_COLUMNS: Final = (
-    "topic",
-    "partition",
-    "offset",
-    "record_timestamp",
+_LABEL_COLUMNS: Final = (
     "record_type",
     "client_instance_id",
     "client_instance_id_hex",
@@ -319,8 +322,6 @@ _RECORD_COLUMNS: Final = (
     "subscription_id",
     "push_interval_ms",
     "terminating",
-    "date",
-    "hour",
 )
 _SCOPE_COLUMNS: Final = ("resource_attributes", "scope_name", "scope_version", "scope_attributes")
 _METRIC_COLUMNS: Final = (
@@ -345,6 +346,58 @@ _EXTRA_COLUMNS: Final = (
     "exp_negative_bucket_counts",
     "quantiles",
 )
+# Widths of the flat row lists in ``_Columns`` (one ``extend`` per row, columns cut out by slicing).
+_RECORD_WIDTH: Final = 5  # topic, partition, offset, timestamp_ms, label slot
+_METRIC_WIDTH: Final = 7  # scope index, name, unit, kind, temporality, is_monotonic, point count
+_POINT_WIDTH: Final = 5  # start, time, value, value_int, flags
+
+
+_RENDERED_ATTRIBUTES: dict[bytes, tuple[str, str | None]] = {}
+_RENDERED_ATTRIBUTES_MAX: Final = 100_000
+
+
+class _NestedDecodeError(Exception):
+    """A data point attribute's bytes (parsed lazily) are not valid protobuf."""
+
+
+def _render_attribute(kv: Any) -> tuple[str, str | None]:
+    """(key, rendered value) of a KeyValue message or of its raw bytes (then cached)."""
+    if kv.__class__ is not bytes:
+        return kv.key, render_any_value(kv.value)
+    try:
+        message = KeyValue.FromString(kv)
+    except DecodeError:
+        raise _NestedDecodeError from None
+    pair = (message.key, render_any_value(message.value))
+    if len(_RENDERED_ATTRIBUTES) >= _RENDERED_ATTRIBUTES_MAX:
+        _RENDERED_ATTRIBUTES.clear()
+    _RENDERED_ATTRIBUTES[kv] = pair
+    return pair
+
+
+@lru_cache(maxsize=1)
+def _raw_attribute_metrics_data() -> type[Message]:
+    """``MetricsData`` whose ``NumberDataPoint.attributes`` are read as raw bytes, not KeyValue messages.
+
+    Same field numbers and wire format (a message field and a bytes field are both length-delimited),
+    built in a private descriptor pool. Reading an attribute through upb costs ~0.9 us (wrappers for
+    the KeyValue and AnyValue, four lookups); its bytes are one lookup and a dict hit, since a
+    client's points repeat the same few attributes. Gauges and sums are nearly all points.
+    """
+    pool = descriptor_pool.DescriptorPool()
+    for module in (common_pb2, resource_pb2, metrics_pb2):
+        file_proto = descriptor_pb2.FileDescriptorProto()
+        module.DESCRIPTOR.CopyToProto(file_proto)
+        for message_proto in file_proto.message_type:
+            if message_proto.name != "NumberDataPoint":
+                continue
+            for field_proto in message_proto.field:
+                if field_proto.name == "attributes":
+                    field_proto.type = descriptor_pb2.FieldDescriptorProto.TYPE_BYTES
+                    field_proto.ClearField("type_name")
+        pool.Add(file_proto)
+    descriptor = pool.FindMessageTypeByName(MetricsData.DESCRIPTOR.full_name)
+    return message_factory.GetMessageClass(descriptor)
 
 
 @lru_cache(maxsize=256)
@@ -354,22 +407,30 @@ def _date_hour(hour_index: int) -> tuple[str, int]:
 
 
 class _Columns:
-    """Row tuples per level (record, scope, metric, point, distribution extras) for one batch.
+    """Rows per level (record, scope, metric, point, distribution extras) for one batch.
 
-    Appending one tuple per metric and per point is much cheaper than appending to a list per column;
-    ``to_table`` transposes each level once and fans record/scope/metric columns out to points with
-    ``take``. Each level can be rolled back when a record turns out to be malformed half-way.
+    Records, metrics and points go into one flat list per level (``extend`` with a row tuple): far
+    cheaper than one list per column, and ``to_table`` cuts each column out with a C-level slice
+    instead of transposing tuples. Each record's labels are interned (one client's records share one
+    ``RecordLabels``), so label columns are built once per distinct label set and fanned out with
+    ``take``, like record, scope and metric columns. Each level can be rolled back when a record turns
+    out to be malformed half-way.
     """
 
     def __init__(self) -> None:
-        self.records: list[tuple[Any, ...]] = []
+        self.records: list[Any] = []
+        self.labels: list[RecordLabels] = []
+        self._label_slots: dict[int, int] = {}
         self.scopes: list[tuple[Any, ...]] = []
-        self.metrics: list[tuple[Any, ...]] = []
-        self.points: list[tuple[Any, ...]] = []
-        self.attr_offsets: list[int] = [0]
-        self.attr_keys: list[str] = []
-        self.attr_values: list[str | None] = []
+        self.metrics: list[Any] = []
+        self.points: list[Any] = []
+        self.attr_offsets: list[int] = [0]  # per point, in attribute pairs
+        self.attr_pairs: list[str | None] = []  # key, value, key, value, ...
         self.extras: list[tuple[Any, ...]] = []
+
+    @property
+    def point_count(self) -> int:
+        return len(self.points) // _POINT_WIDTH
 
     def mark(self) -> tuple[int, ...]:
         return (
@@ -377,7 +438,7 @@ class _Columns:
             len(self.scopes),
             len(self.metrics),
             len(self.points),
-            len(self.attr_keys),
+            len(self.attr_pairs),
             len(self.extras),
         )
 
@@ -387,47 +448,26 @@ class _Columns:
         del self.scopes[scopes:]
         del self.metrics[metrics:]
         del self.points[points:]
-        del self.attr_offsets[points + 1 :]
-        del self.attr_keys[attrs:]
-        del self.attr_values[attrs:]
+        del self.attr_offsets[points // _POINT_WIDTH + 1 :]
+        del self.attr_pairs[attrs:]
         del self.extras[extras:]
 
     def add_record(self, record: TopicRecord, labels: RecordLabels) -> int:
-        date, hour = _date_hour(record.timestamp_ms // _MS_PER_HOUR)
-        self.records.append(
-            (
-                record.topic,
-                record.partition,
-                record.offset,
-                record.timestamp_ms,
-                labels.record_type,
-                labels.client_instance_id,
-                labels.client_instance_id_hex,
-                labels.client_id,
-                labels.client_software_name,
-                labels.client_software_version,
-                labels.client_source_address,
-                labels.client_source_port,
-                labels.principal,
-                labels.listener,
-                labels.node_id,
-                labels.cluster_id,
-                labels.subscription_id,
-                labels.push_interval_ms,
-                labels.terminating,
-                date,
-                hour,
-            )
-        )
-        return len(self.records) - 1
+        slot = self._label_slots.get(id(labels))
+        if slot is None:  # ``labels`` stays referenced by self.labels, so its id() is not reused
+            slot = self._label_slots[id(labels)] = len(self.labels)
+            self.labels.append(labels)
+        self.records.extend((record.topic, record.partition, record.offset, record.timestamp_ms, slot))
+        return len(self.records) // _RECORD_WIDTH - 1
 
-    def add_metrics(self, record_index: int, data: MetricsData) -> None:
-        metrics_append = self.metrics.append
-        points_append = self.points.append
-        keys_append = self.attr_keys.append
-        values_append = self.attr_values.append
+    def add_metrics(self, record_index: int, data: Any) -> None:
+        """Add a record's metrics; ``data`` is a ``MetricsData`` or its raw-attribute twin (usual)."""
+        metrics_extend = self.metrics.extend
+        points_extend = self.points.extend
+        pairs_extend = self.attr_pairs.extend
         offsets_append = self.attr_offsets.append
-        attr_keys = self.attr_keys
+        attr_pairs = self.attr_pairs
+        rendered = _RENDERED_ATTRIBUTES
         temporality_names = _TEMPORALITY
         for resource_metrics in data.resource_metrics:
             resource_attributes = _render_attributes(resource_metrics.resource.attributes)
@@ -467,12 +507,12 @@ class _Columns:
                             if kind == "summary"
                             else temporality_names.get(data_message.aggregation_temporality)
                         )
-                        metrics_append(
+                        metrics_extend(
                             (scope_index, metric.name, metric.unit, kind, temporality, None, len(points))
                         )
                         self._add_distribution_points(kind, points)
                         continue
-                    metrics_append(
+                    metrics_extend(
                         (
                             scope_index,
                             metric.name,
@@ -486,7 +526,7 @@ class _Columns:
                     for point in points:
                         integer = point.as_int
                         if integer:
-                            points_append(
+                            points_extend(
                                 (
                                     point.start_time_unix_nano,
                                     point.time_unix_nano,
@@ -498,7 +538,7 @@ class _Columns:
                         else:
                             double = point.as_double
                             if double or point.WhichOneof("value") != "as_int":
-                                points_append(
+                                points_extend(
                                     (
                                         point.start_time_unix_nano,
                                         point.time_unix_nano,
@@ -508,38 +548,32 @@ class _Columns:
                                     )
                                 )
                             else:
-                                points_append(
+                                points_extend(
                                     (point.start_time_unix_nano, point.time_unix_nano, 0.0, 0, point.flags)
                                 )
                         attributes = point.attributes
                         if attributes:
                             for kv in attributes:
-                                keys_append(kv.key)
-                                value = kv.value
-                                value_kind = value.WhichOneof("value")
-                                if value_kind == "string_value":
-                                    values_append(value.string_value)
-                                elif value_kind == "int_value":
-                                    values_append(str(value.int_value))
-                                else:
-                                    values_append(render_any_value(value, value_kind))
-                        offsets_append(len(attr_keys))
+                                # raw KeyValue bytes (see _raw_attribute_metrics_data); one client's
+                                # points repeat a few attributes, so each is rendered once
+                                pair = rendered.get(kv) if kv.__class__ is bytes else None
+                                pairs_extend(pair or _render_attribute(kv))
+                        offsets_append(len(attr_pairs) >> 1)
 
     def _add_attributes(self, attributes: Any) -> None:
         for kv in attributes:
-            self.attr_keys.append(kv.key)
-            self.attr_values.append(render_any_value(kv.value))
-        self.attr_offsets.append(len(self.attr_keys))
+            self.attr_pairs.extend((kv.key, render_any_value(kv.value)))
+        self.attr_offsets.append(len(self.attr_pairs) >> 1)
 
     def _add_distribution_points(self, kind: str, points: Any) -> None:
         for point in points:
-            point_index = len(self.points)
+            point_index = self.point_count
             has_sum = kind == "summary" or point.HasField("sum")
             point_sum = point.sum if has_sum else None
             count = point.count
             # value = the mean, so every row has a comparable number; sum/count stay exact alongside it
             mean = point_sum / count if point_sum is not None and count else None
-            self.points.append((point.start_time_unix_nano, point.time_unix_nano, mean, None, point.flags))
+            self.points.extend((point.start_time_unix_nano, point.time_unix_nano, mean, None, point.flags))
             self._add_attributes(point.attributes)
             if kind == "summary":
                 minimum = maximum = None
@@ -570,32 +604,46 @@ class _Columns:
 
     def to_table(self) -> pa.Table:
         schema = DATAPOINT_SCHEMA
-        point_count = len(self.points)
-        metric_columns = _transpose(self.metrics, 7)
+        point_count = self.point_count
+        records, metrics, points = self.records, self.metrics, self.points
         scope_columns = _transpose(self.scopes, 5)
-        record_columns = _transpose(self.records, len(_RECORD_COLUMNS))
         metric_index = np.repeat(
-            np.arange(len(self.metrics), dtype=np.int64), np.asarray(metric_columns[6], dtype=np.int64)
+            np.arange(len(metrics) // _METRIC_WIDTH, dtype=np.int64),
+            np.asarray(metrics[6::_METRIC_WIDTH], dtype=np.int64),
         )
-        scope_index = np.asarray(metric_columns[0], dtype=np.int64)[metric_index]
+        scope_index = np.asarray(metrics[0::_METRIC_WIDTH], dtype=np.int64)[metric_index]
         record_index = np.asarray(scope_columns[0], dtype=np.int64)[scope_index]
         arrays: dict[str, pa.Array] = {}
-        for name, values in zip(_RECORD_COLUMNS, record_columns, strict=True):
-            arrays[name] = _typed_array(values, schema.field(name).type).take(record_index)
+        arrays["topic"] = pa.array(records[0::_RECORD_WIDTH], type=pa.string()).take(record_index)
+        arrays["partition"] = pa.array(records[1::_RECORD_WIDTH], type=pa.int32()).take(record_index)
+        arrays["offset"] = pa.array(records[2::_RECORD_WIDTH], type=pa.int64()).take(record_index)
+        timestamps = np.asarray(records[3::_RECORD_WIDTH], dtype=np.int64)
+        arrays["record_timestamp"] = pa.array(timestamps[record_index]).cast(
+            schema.field("record_timestamp").type
+        )
+        label_index = np.asarray(records[4::_RECORD_WIDTH], dtype=np.int64)[record_index]
+        label_columns = _transpose([_label_row(labels) for labels in self.labels], len(_LABEL_COLUMNS))
+        for name, values in zip(_LABEL_COLUMNS, label_columns, strict=True):
+            arrays[name] = pa.array(values, type=schema.field(name).type).take(label_index)
+        hours, hour_slot = np.unique(timestamps // _MS_PER_HOUR, return_inverse=True)
+        dates_hours = [_date_hour(int(hour)) for hour in hours]
+        hour_index = hour_slot.reshape(-1)[record_index]
+        arrays["date"] = pa.array([date for date, _ in dates_hours], type=pa.string()).take(hour_index)
+        arrays["hour"] = pa.array([hour for _, hour in dates_hours], type=pa.int32()).take(hour_index)
         for name, values in zip(_SCOPE_COLUMNS, scope_columns[1:], strict=True):
             arrays[name] = _typed_array(values, schema.field(name).type).take(scope_index)
-        for name, values in zip(_METRIC_COLUMNS, metric_columns[1:6], strict=True):
+        for position, name in enumerate(_METRIC_COLUMNS, start=1):
+            values = metrics[position::_METRIC_WIDTH]
             arrays[name] = _typed_array(values, schema.field(name).type).take(metric_index)
-        starts, times, values, value_ints, flags = _transpose(self.points, 5)
-        arrays["start_time"] = _nanos_or_null(starts, schema.field("start_time").type)
-        arrays["time"] = _nanos_or_null(times, schema.field("time").type)
-        arrays["value"] = pa.array(values, type=pa.float64())
-        arrays["value_int"] = pa.array(value_ints, type=pa.int64())
-        arrays["flags"] = pa.array(flags, type=pa.int32())
+        arrays["start_time"] = _nanos_or_null(points[0::_POINT_WIDTH], schema.field("start_time").type)
+        arrays["time"] = _nanos_or_null(points[1::_POINT_WIDTH], schema.field("time").type)
+        arrays["value"] = pa.array(points[2::_POINT_WIDTH], type=pa.float64())
+        arrays["value_int"] = pa.array(points[3::_POINT_WIDTH], type=pa.int64())
+        arrays["flags"] = pa.array(points[4::_POINT_WIDTH], type=pa.int32())
         arrays["attributes"] = pa.MapArray.from_arrays(
             pa.array(self.attr_offsets, type=pa.int32()),
-            pa.array(self.attr_keys, type=pa.string()),
-            pa.array(self.attr_values, type=pa.string()),
+            pa.array(self.attr_pairs[0::2], type=pa.string()),
+            pa.array(self.attr_pairs[1::2], type=pa.string()),
             type=STRING_MAP,
         )
         if not self.extras:
@@ -611,6 +659,11 @@ class _Columns:
         for name, values in zip(_EXTRA_COLUMNS, extra_columns[1:], strict=True):
             arrays[name] = _typed_array(values, schema.field(name).type).take(extra_take)
         return pa.Table.from_arrays([arrays[name] for name in schema.names], schema=schema)
+
+
+def _label_row(labels: RecordLabels) -> tuple[Any, ...]:
+    """The label columns' values of one record, in ``_LABEL_COLUMNS`` order."""
+    return tuple(getattr(labels, name) for name in _LABEL_COLUMNS)
 
 
 def _transpose(rows: list[tuple[Any, ...]], width: int) -> list[Sequence[Any]]:
@@ -652,23 +705,31 @@ def decode_batch(records: Sequence[TopicRecord], value_format: ValueFormat = "ot
 
 def _decode_batch(records: Sequence[TopicRecord], value_format: ValueFormat) -> DecodedBatch:
     columns = _Columns()
+    message_class = _raw_attribute_metrics_data()
     failures: list[tuple[int, str]] = []
     points_per_record: list[int] = []
     for index, record in enumerate(records):
         mark = columns.mark()
         try:
             labels = _labels_of(record.headers)
-            data = parse_metrics_data(record.value, value_format, check_unknown_fields=False)
+            data = parse_metrics_data(
+                record.value, value_format, check_unknown_fields=False, message_class=message_class
+            )
             record_index = columns.add_record(record, labels)
             columns.add_metrics(record_index, data)
             if len(columns.points) == mark[3]:
                 _check_structure(data)  # no points: make sure it is not another message type
         except TelemetryDecodeError as err:
             reason = err.reason
+        except _NestedDecodeError:
+            reason = (
+                f"not OTLP protobuf: the {len(record.value or b'')}-byte value is not valid protobuf wire "
+                "format (random bytes or truncated)"
+            )
         except (DecodeError, ValueError, OverflowError, TypeError) as err:
             reason = f"undecodable OTLP content: {type(err).__name__}: {err}"
         else:
-            points_per_record.append(len(columns.points) - mark[3])
+            points_per_record.append((len(columns.points) - mark[3]) // _POINT_WIDTH)
             continue
         columns.rollback(mark)
         failures.append((index, reason))

@@ -4,6 +4,9 @@ The baseline parses each value with opentelemetry-proto and reads every point's 
 attribute's key and typed value, keeping nothing. The product decodes the same values to an Arrow
 table in DATAPOINT_SCHEMA (headers, lineage, attributes as maps). Ratio = product / baseline.
 Also reports a two-process run of the product (how landing uses both cores on a backlog).
+
+Per-core figures use this process's CPU time (``time.process_time``, best of ``--runs``): on a shared
+machine wall time mostly measures the other tenants. The two-process figure is wall time.
 """
 
 from __future__ import annotations
@@ -63,13 +66,13 @@ def _decode_chunk(records: list[TopicRecord]) -> int:
     return decode_batch(records).datapoints.num_rows
 
 
-def best_of(runs: int, func, *args) -> tuple[float, int]:
+def best_of(runs: int, func, *args, clock=time.perf_counter) -> tuple[float, int]:
     best = float("inf")
     result = 0
     for _ in range(runs):
-        started = time.perf_counter()
+        started = clock()
         result = func(*args)
-        best = min(best, time.perf_counter() - started)
+        best = min(best, clock() - started)
     return best, result
 
 
@@ -78,15 +81,16 @@ def main() -> None:
     parser.add_argument("--records", type=int, default=5000)
     parser.add_argument("--points-per-record", type=int, default=15)
     parser.add_argument("--batch", type=int, default=1000, help="records per decode_batch call")
-    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--runs", type=int, default=5)
     args = parser.parse_args()
 
     records = make_records(args.records, args.points_per_record)
     values = [record.value for record in records]
     batches = [records[i : i + args.batch] for i in range(0, len(records), args.batch)]
 
-    baseline_s, baseline_points = best_of(args.runs, baseline_loop, values)
-    product_s, product_points = best_of(args.runs, lambda: sum(_decode_chunk(b) for b in batches))
+    cpu = time.process_time
+    baseline_s, baseline_points = best_of(args.runs, baseline_loop, values, clock=cpu)
+    product_s, product_points = best_of(args.runs, lambda: sum(_decode_chunk(b) for b in batches), clock=cpu)
     assert product_points == baseline_points, (product_points, baseline_points)
 
     with ProcessPoolExecutor(max_workers=2) as pool:
@@ -97,9 +101,9 @@ def main() -> None:
     product_rate = product_points / product_s
     parallel_rate = parallel_points / parallel_s
     print(f"records={args.records} points={baseline_points} points/record={args.points_per_record}")
-    print(f"baseline  opentelemetry-proto loop : {baseline_rate:12,.0f} points/s (1 core)")
-    print(f"product   decode_batch -> Arrow     : {product_rate:12,.0f} points/s (1 core)")
-    print(f"product   2 worker processes        : {parallel_rate:12,.0f} points/s")
+    print(f"baseline  opentelemetry-proto loop : {baseline_rate:12,.0f} points/s per CPU second")
+    print(f"product   decode_batch -> Arrow     : {product_rate:12,.0f} points/s per CPU second")
+    print(f"product   2 worker processes        : {parallel_rate:12,.0f} points/s (wall clock)")
     print(f"ratio per core (product/baseline)   : {product_rate / baseline_rate:.2f}  (target >= 0.80)")
     print(f"ratio 2 processes / baseline 1 core : {parallel_rate / baseline_rate:.2f}")
 
