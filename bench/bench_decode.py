@@ -3,7 +3,8 @@
 The baseline parses each value with opentelemetry-proto and reads every point's value and every
 attribute's key and typed value, keeping nothing. The product decodes the same values to an Arrow
 table in DATAPOINT_SCHEMA (headers, lineage, attributes as maps). Ratio = product / baseline.
-Also reports a two-process run of the product (how landing uses both cores on a backlog).
+Also reports a two-process run of the product, sending each worker ``PartitionBatch`` objects (how
+landing hands a backlog's chunks to both cores).
 
 Per-core figures use this process's CPU time (``time.process_time``, best of ``--runs``): on a shared
 machine wall time mostly measures the other tenants. The two-process figure is wall time.
@@ -23,6 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "unit"))
 
 from otlp_payloads import client_headers, producer_like_payload
 
+from airflow_provider_kip714.landing import PartitionBatch
 from airflow_provider_kip714.otlp_decoder import TopicRecord, decode_batch
 
 
@@ -66,6 +68,17 @@ def _decode_chunk(records: list[TopicRecord]) -> int:
     return decode_batch(records).datapoints.num_rows
 
 
+def _decode_partition_batch(batch: PartitionBatch) -> int:
+    return decode_batch(batch.records()).datapoints.num_rows
+
+
+def partition_batch(records: list[TopicRecord]) -> PartitionBatch:
+    batch = PartitionBatch(records[0].topic, records[0].partition)
+    for record in records:
+        batch.append(record.offset, record.timestamp_ms, record.key, list(record.headers), record.value)
+    return batch
+
+
 def best_of(runs: int, func, *args, clock=time.perf_counter) -> tuple[float, int]:
     best = float("inf")
     result = 0
@@ -90,12 +103,16 @@ def main() -> None:
 
     cpu = time.process_time
     baseline_s, baseline_points = best_of(args.runs, baseline_loop, values, clock=cpu)
+    baseline_wall_s, _ = best_of(args.runs, baseline_loop, values)
     product_s, product_points = best_of(args.runs, lambda: sum(_decode_chunk(b) for b in batches), clock=cpu)
     assert product_points == baseline_points, (product_points, baseline_points)
 
+    compact = [partition_batch(batch) for batch in batches]
     with ProcessPoolExecutor(max_workers=2) as pool:
-        list(pool.map(_decode_chunk, batches[:2]))  # warm the workers
-        parallel_s, parallel_points = best_of(args.runs, lambda: sum(pool.map(_decode_chunk, batches)))
+        list(pool.map(_decode_partition_batch, compact[:2]))  # warm the workers
+        parallel_s, parallel_points = best_of(
+            args.runs, lambda: sum(pool.map(_decode_partition_batch, compact))
+        )
 
     baseline_rate = baseline_points / baseline_s
     product_rate = product_points / product_s
@@ -105,7 +122,7 @@ def main() -> None:
     print(f"product   decode_batch -> Arrow     : {product_rate:12,.0f} points/s per CPU second")
     print(f"product   2 worker processes        : {parallel_rate:12,.0f} points/s (wall clock)")
     print(f"ratio per core (product/baseline)   : {product_rate / baseline_rate:.2f}  (target >= 0.80)")
-    print(f"ratio 2 processes / baseline 1 core : {parallel_rate / baseline_rate:.2f}")
+    print(f"ratio 2 processes / baseline 1 process, both wall clock : {baseline_wall_s / parallel_s:.2f}")
 
 
 if __name__ == "__main__":

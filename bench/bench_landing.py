@@ -4,6 +4,10 @@ Both read the same records from the same local broker in the same run. The basel
 partition from the beginning and only touches each message's value; the product is ``land_topic``
 (decode to datapoints, raw + datapoints Parquet, fsync, atomic commits), default settings.
 Starts its own local Kafka (``kip714 local-kafka``'s cluster factory) unless --bootstrap-server is given.
+
+Also prints the CPU seconds each side used (this process's threads plus, for landing, its worker
+processes) and records per CPU second: on a shared machine the wall-clock ratio mostly measures how
+much CPU the other tenants left, the CPU figures say what the work costs.
 """
 
 from __future__ import annotations
@@ -11,6 +15,8 @@ from __future__ import annotations
 import argparse
 import contextlib
 import logging
+import os
+import resource
 import sys
 import tempfile
 import time
@@ -72,7 +78,13 @@ def fill_topic(bootstrap: str, records: int, partitions: int, points: int) -> st
     return topic
 
 
-def baseline_consume(bootstrap: str, topic: str, records: int, partitions: int) -> float:
+def cpu_seconds() -> float:
+    """CPU time of this process (all threads) plus its reaped child processes (landing workers)."""
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return time.process_time() + children.ru_utime + children.ru_stime
+
+
+def baseline_consume(bootstrap: str, topic: str, records: int, partitions: int) -> tuple[float, float]:
     consumer = Consumer(
         {
             "bootstrap.servers": bootstrap,
@@ -83,6 +95,7 @@ def baseline_consume(bootstrap: str, topic: str, records: int, partitions: int) 
     )
     consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
     started = time.perf_counter()
+    cpu_started = cpu_seconds()
     seen = 0
     size = 0
     while seen < records:
@@ -91,8 +104,9 @@ def baseline_consume(bootstrap: str, topic: str, records: int, partitions: int) 
                 size += len(message.value())
                 seen += 1
     elapsed = time.perf_counter() - started
+    cpu = cpu_seconds() - cpu_started
     consumer.close()
-    return elapsed
+    return elapsed, cpu
 
 
 def main() -> None:
@@ -108,9 +122,11 @@ def main() -> None:
     with broker(args.bootstrap_server) as bootstrap:
         topic = fill_topic(bootstrap, args.records, args.partitions, args.points_per_record)
         baseline_consume(bootstrap, topic, min(args.records, 20_000), args.partitions)  # warm the page cache
-        baseline_s = baseline_consume(bootstrap, topic, args.records, args.partitions)
+        baseline_s, baseline_cpu = baseline_consume(bootstrap, topic, args.records, args.partitions)
+        load_before = os.getloadavg()[0]
         with tempfile.TemporaryDirectory(prefix="kip714-bench-zone-") as out:
             started = time.perf_counter()
+            cpu_started = cpu_seconds()
             result = land_topic(
                 {"bootstrap.servers": bootstrap, "enable.metrics.push": False},
                 topic,
@@ -118,6 +134,8 @@ def main() -> None:
                 workers=args.workers,
             )
             landing_s = time.perf_counter() - started
+            landing_cpu = cpu_seconds() - cpu_started
+        load_after = os.getloadavg()[0]
         assert result.records == args.records, result.as_dict()
 
     baseline_rate = args.records / baseline_s
@@ -131,6 +149,15 @@ def main() -> None:
     print(f"product   land_topic -> Parquet        : {landing_rate:12,.0f} records/s")
     print(f"          (datapoints written)         : {points_rate:12,.0f} points/s")
     print(f"ratio (product/baseline)               : {landing_rate / baseline_rate:.2f}  (target >= 0.70)")
+    print(
+        f"CPU seconds: baseline {baseline_cpu:.2f}, landing {landing_cpu:.2f} (main + workers); "
+        f"records per CPU second: baseline {args.records / baseline_cpu:,.0f}, "
+        f"landing {args.records / landing_cpu:,.0f}"
+    )
+    print(
+        f"load average (1 min) around the landing run: {load_before:.2f} -> {load_after:.2f} "
+        f"on {os.cpu_count()} CPUs"
+    )
 
 
 if __name__ == "__main__":
