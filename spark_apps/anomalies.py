@@ -6,7 +6,9 @@
         --rules spark_apps/rules/default_rules.json --history 24h
 
 Reads ``<output>/rollups/`` for ``[start - history, end)`` (run the rollups app first), or computes the
-rollups from the landing zone with ``--rollups-source landing`` (troubleshooting windows). Writes
+rollups from the landing zone with ``--rollups-source landing``. Baselines learn from the history before
+``--start`` only; history buckets older than the rollups table's first row are rolled up from the landing
+zone (a troubleshooting window rolls up only the window, its landing zone holds the minutes before). Writes
 ``<output>/thresholds/`` (partition of ``--start``) and ``<output>/anomalies/`` (partition of each
 breach's start) and prints a ``KIP714_SUMMARY`` line plus one ``KIP714_ANOMALY`` line per anomaly (max 20).
 """
@@ -15,14 +17,14 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from functools import reduce
 
-from kip714_common.baselines import BaselineSettings, client_group_column, learn_baselines
-from kip714_common.breaches import breach_condition, sustained_breaches
+from kip714_common.baselines import BASELINE_KEYS, BaselineSettings, client_group_column, learn_baselines
+from kip714_common.breaches import DEFAULT_MAX_GAP_BUCKETS, breach_condition, sustained_breaches
 from kip714_common.cli import Interval, base_parser, parse_common, parse_duration_seconds, run_main
 from kip714_common.errors import SparkAppInputError
-from kip714_common.landing import hour_partition_filter, path_exists, read_datapoints
+from kip714_common.landing import DATAPOINTS_DIR, hour_partition_filter, path_exists, read_datapoints
 from kip714_common.outputs import RunSummary, summarise_written, table_path, write_table
 from kip714_common.rollup import date_hour_columns, rollup_points
 from kip714_common.rules import MATCH_SELECTORS, StaticRule, load_rules
@@ -70,6 +72,12 @@ def build_parser():  # type: ignore[no-untyped-def]
     parser.add_argument(
         "--baseline-for", default="1m", help="baseline breaches must last more than this (default 1m)"
     )
+    parser.add_argument(
+        "--max-gap-buckets",
+        type=int,
+        default=DEFAULT_MAX_GAP_BUCKETS,
+        help="a breach survives this many non-breaching buckets in a row (default 1; 0 = none)",
+    )
     parser.add_argument("--no-baselines", action="store_true", help="static rules only")
     return parser
 
@@ -99,13 +107,27 @@ def _group_by(text: str) -> tuple[str, ...]:
     return columns
 
 
+def rollups_from_landing(
+    spark: SparkSession, input_root: str, window: Interval, lookback: timedelta, aliases: dict[str, str]
+) -> DataFrame:
+    """Client rollup rows of ``window`` computed from the landing zone (the rollups app's own pass)."""
+    read_start = window.start - lookback
+    points = read_datapoints(spark, input_root, read_start, window.end, aliases)
+    return rollup_points(points, window, read_start).where(F.col("record_type") == "client")
+
+
 def load_rollups(
-    spark: SparkSession, source: str, input_root: str, output_root: str, window: Interval, lookback: timedelta
+    spark: SparkSession,
+    source: str,
+    input_root: str,
+    output_root: str,
+    window: Interval,
+    lookback: timedelta,
+    aliases: dict[str, str] | None = None,
 ) -> DataFrame:
     """Client rollup rows of ``window``, from the rollups table or computed from the landing zone."""
     if source == "landing":
-        read_start = window.start - lookback
-        frame = rollup_points(read_datapoints(spark, input_root, read_start, window.end), window, read_start)
+        return rollups_from_landing(spark, input_root, window, lookback, aliases or {})
     else:
         path = table_path(output_root, "rollups")
         if not path_exists(spark, path):
@@ -123,6 +145,33 @@ def load_rollups(
             )
         )
     return frame.where(F.col("record_type") == "client")
+
+
+def load_history(
+    spark: SparkSession,
+    source: str,
+    input_root: str,
+    output_root: str,
+    history: Interval,
+    lookback: timedelta,
+    aliases: dict[str, str],
+) -> DataFrame | None:
+    """Client rollup rows of ``history`` (the buckets before the judged window), or None if there are none.
+
+    From the rollups table when it has them; the buckets before the table's first row in ``history`` are
+    rolled up from the landing zone, when it has any (a troubleshooting window rolls up only the window).
+    """
+    if history.end <= history.start:
+        return None
+    if source == "landing":
+        return rollups_from_landing(spark, input_root, history, lookback, aliases)
+    table = load_rollups(spark, source, input_root, output_root, history, lookback)
+    first_epoch = table.agg(F.min(F.unix_seconds("bucket_start")).alias("first")).collect()[0]["first"]
+    covered_from = history.end if first_epoch is None else datetime.fromtimestamp(first_epoch, UTC)
+    if covered_from <= history.start or not path_exists(spark, f"{input_root}/{DATAPOINTS_DIR}"):
+        return table
+    older = Interval(history.start, covered_from, history.bucket_seconds)
+    return table.unionByName(rollups_from_landing(spark, input_root, older, lookback, aliases))
 
 
 def _rule_filter(rule: StaticRule) -> Column:
@@ -163,7 +212,7 @@ def static_candidates(current: DataFrame, rules: list[StaticRule]) -> list[DataF
 
 
 def baseline_candidates(current: DataFrame, baselines: DataFrame, min_duration: int) -> DataFrame:
-    return current.join(F.broadcast(baselines), ["metric_name", "client_group"]).select(
+    return current.join(F.broadcast(baselines), list(BASELINE_KEYS)).select(
         F.lit("baseline").alias("kind"),
         F.concat(F.lit("baseline:"), F.col("metric_name")).alias("rule_name"),
         F.col("metric_name"),
@@ -174,7 +223,9 @@ def baseline_candidates(current: DataFrame, baselines: DataFrame, min_duration: 
         F.col("critical_threshold"),
         F.lit(min_duration).alias("min_duration_seconds"),
         F.concat(
-            F.lit("above median + k x MAD of "), F.col("history_buckets").cast("string"), F.lit(" buckets")
+            F.lit("above median + k x MAD of this series' "),
+            F.col("history_buckets").cast("string"),
+            F.lit(" buckets before the window"),
         ).alias("description"),
         *CLIENT_IDENTITY_COLUMNS,
         "attributes",
@@ -182,7 +233,9 @@ def baseline_candidates(current: DataFrame, baselines: DataFrame, min_duration: 
         "bucket_start",
         "bucket_seconds",
         F.col("signal").alias("observed"),
-        F.coalesce(F.col("signal") > F.col("threshold"), F.lit(False)).alias("breached"),
+        F.coalesce(breach_condition(F.col("signal"), F.lit(">"), F.col("threshold")), F.lit(False)).alias(
+            "breached"
+        ),
     )
 
 
@@ -260,32 +313,50 @@ def run(argv: Sequence[str] | None = None, spark: SparkSession | None = None) ->
     group_by = _group_by(namespace.group_by)
     history = timedelta(seconds=parse_duration_seconds("--history", namespace.history))
     baseline_for = parse_duration_seconds("--baseline-for", namespace.baseline_for)
+    if namespace.max_gap_buckets < 0:
+        raise SparkAppInputError("--max-gap-buckets", "must be >= 0", namespace.max_gap_buckets)
     rules = load_rules(namespace.rules, common.metric_aliases)
     spark = configure(spark) if spark is not None else get_session(APP_NAME)
 
     interval = common.interval
-    window = Interval(interval.start - history, interval.end, interval.bucket_seconds)
-    rollups = load_rollups(
-        spark, namespace.rollups_source, common.input, common.output, window, common.counter_lookback
-    ).withColumn("client_group", client_group_column(group_by))
-    rollups = rollups.persist()
-    current = rollups.where(F.col("bucket_start") >= F.lit(interval.start))
+    client_group = client_group_column(group_by)
+    current = load_rollups(
+        spark,
+        namespace.rollups_source,
+        common.input,
+        common.output,
+        interval,
+        common.counter_lookback,
+        common.metric_aliases,
+    ).withColumn("client_group", client_group)
+    current = current.persist()
 
     candidates = static_candidates(current, rules)
     baselines = None
     if not namespace.no_baselines:
-        baselines = learn_baselines(rollups.where(F.col("signal").isNotNull()), settings).persist()
-        candidates.append(baseline_candidates(current, baselines, baseline_for))
+        history_rows = load_history(
+            spark,
+            namespace.rollups_source,
+            common.input,
+            common.output,
+            Interval(interval.start - history, interval.start, interval.bucket_seconds),
+            common.counter_lookback,
+            common.metric_aliases,
+        )
+        if history_rows is not None:
+            learned = learn_baselines(history_rows.withColumn("client_group", client_group), settings)
+            baselines = learned.persist()
+            candidates.append(baseline_candidates(current, baselines, baseline_for))
 
     learned = thresholds_frame(spark, baselines, rules, interval, settings, baseline_for)
     write_table(learned, common.output, "thresholds", interval)
     found = (
-        sustained_breaches(reduce(DataFrame.unionByName, candidates))
+        sustained_breaches(reduce(DataFrame.unionByName, candidates), namespace.max_gap_buckets)
         if candidates
         else spark.createDataFrame([], ANOMALY_SCHEMA)
     )
     write_table(found, common.output, "anomalies", interval)
-    rollups.unpersist()
+    current.unpersist()
     if baselines is not None:
         baselines.unpersist()
 

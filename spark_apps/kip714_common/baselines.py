@@ -1,9 +1,23 @@
-"""Learned thresholds: per metric and client group, median + k x MAD over the history, with a floor.
+"""Learned thresholds: per series (metric x client group x labels), median + k x MAD of the history.
 
-Why median/MAD: client metrics are heavy-tailed (latency spikes, bursts), and the history may already
-contain the incident being looked for. Median and the median absolute deviation ignore up to half the
-points being outliers, where mean/stddev (or an EWMA) get dragged towards the anomaly and hide it.
-``scale = 1.4826 x MAD`` equals the standard deviation for normal noise, so ``k`` reads as "sigmas".
+Why median/MAD: client metrics are heavy-tailed (latency spikes, bursts). Median and the median absolute
+deviation ignore up to half the points being outliers, where mean/stddev (or an EWMA) get dragged towards
+an anomaly and hide it. ``scale = 1.4826 x MAD`` equals the standard deviation for normal noise, so ``k``
+reads as "sigmas".
+
+What a baseline is learned from (each rule below fixes a false positive seen on data landed from real
+clients, see docs/spark-apps.md):
+
+- **One series, one baseline.** The key includes the label set (``attributes_key``). Per-node metrics
+  (``node_id``) of one client differ by orders of magnitude (the bootstrap connection ``-1`` is idle, the
+  leader's carries the traffic); pooled, the median is the idle node's ~0 and the busy node breaches for ever.
+- **History is before the window.** Only buckets before ``--start`` are learned from: the window is what
+  is judged, and judging it against itself hides a window-long problem and makes short windows noisy.
+- **No clocks.** A metric that reads a clock (``producer.metadata.age``, ``*.seconds.ago``,
+  ``app.info.start.time.ms``) grows with time and resets: a sawtooth whose next tooth is always above the
+  history's median. Its names end with ``UNBASELINED_SUFFIXES``; static rules can still watch it.
+- **Finite signals only.** The Java client reports ``NaN`` for a ``max``/``avg`` with no samples (an idle
+  node); Spark orders NaN above every number, so one would "breach" every threshold.
 
 The floor: a flat series has MAD = 0 and would flag any wobble. The scale used is therefore at least
 ``max(relative_floor x |median|, absolute_floor)``: by default a value must exceed the median by k x 10 %
@@ -13,13 +27,19 @@ of the median (and by k x ``absolute_floor`` when the median is 0) before it can
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import reduce
 
+from kip714_common.breaches import is_finite
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 NORMAL_CONSISTENCY = 1.4826
 APPROX_ACCURACY = 1_000
 """percentile_approx relative error 1/1000: ample for thresholds, small per-group digests."""
+BASELINE_KEYS = ("metric_name", "client_group", "attributes_key")
+"""One learned baseline per series: metric x client group x normalised label set."""
+UNBASELINED_SUFFIXES = (".age", ".seconds.ago", ".start.time.ms")
+"""Normalised metric names ending like this read a clock (age, time since, start time): no baseline."""
 
 
 @dataclass(frozen=True)
@@ -38,22 +58,26 @@ def client_group_column(group_by: tuple[str, ...]) -> Column:
 
 
 def learn_baselines(history: DataFrame, settings: BaselineSettings) -> DataFrame:
-    """Per (metric_name, client_group): median, mad, scale, threshold, critical_threshold, history_buckets."""
-    keys = ("metric_name", "client_group")
-    medians = history.groupBy(*keys).agg(
+    """Per ``BASELINE_KEYS``: median, mad, scale, threshold, critical_threshold, history_buckets.
+
+    ``history`` holds the rollup rows before the judged window; non-finite signals are ignored.
+    """
+    clock = reduce(Column.__or__, [F.col("metric_name").endswith(s) for s in UNBASELINED_SUFFIXES])
+    finite = history.where(is_finite(F.col("signal")) & ~clock)
+    medians = finite.groupBy(*BASELINE_KEYS).agg(
         F.percentile_approx("signal", 0.5, APPROX_ACCURACY).alias("median"),
         F.count(F.lit(1)).alias("history_buckets"),
         F.min("bucket_start").alias("history_start"),
     )
     deviations = (
-        history.join(medians, list(keys))
-        .groupBy(*keys)
+        finite.join(medians, list(BASELINE_KEYS))
+        .groupBy(*BASELINE_KEYS)
         .agg(F.percentile_approx(F.abs(F.col("signal") - F.col("median")), 0.5, APPROX_ACCURACY).alias("mad"))
     )
     floor = F.greatest(F.abs(F.col("median")) * settings.relative_floor, F.lit(settings.absolute_floor))
     scale = F.greatest(F.col("mad") * NORMAL_CONSISTENCY, floor)
     return (
-        medians.join(deviations, list(keys))
+        medians.join(deviations, list(BASELINE_KEYS))
         .where(F.col("history_buckets") >= settings.min_history_buckets)
         .withColumn("scale", scale)
         .withColumn("threshold", F.col("median") + settings.k * F.col("scale"))

@@ -1,9 +1,17 @@
 """Sustained-breach detection: consecutive breaching buckets of one series become one anomaly.
 
 Input rows are (rule, series, bucket) candidates with ``observed`` and ``breached``. Breaching buckets
-whose bucket index runs without a gap form one breach (the classic gaps-and-islands trick: index minus
-row number is constant along a run). A breach is kept when it lasts *more than* its rule's
-``min_duration_seconds``; duration counts whole buckets, so it is exact to the bucket size.
+of one series form one breach while the gap between two of them is at most ``max_gap_buckets``
+non-breaching (or missing) buckets (gaps and islands: a new island starts where the gap is wider). A
+breach is kept when its breaching buckets add up to *more than* its rule's ``min_duration_seconds``
+(bridged gaps do not count, so scattered one-bucket blips never add up to a sustained breach by
+bridging); ``duration_seconds`` runs from the first breaching bucket's start to the last one's end.
+
+Why tolerate a gap: bursty problems dip between bursts. A producer throttled by a quota reports
+``produce.throttle.time.max`` of 5 s, then 1 s, then 0.5 s in the next push while still being throttled;
+with one-bucket gaps never bridged, a throttling that lasts the whole window never counts as "more than
+2 minutes". One bucket is the default: shorter than any ``for`` worth setting, and a real recovery
+(two quiet buckets) still ends the breach.
 """
 
 from __future__ import annotations
@@ -26,11 +34,21 @@ RULE_COLUMNS = (
     "description",
 )
 SERIES_COLUMNS = (*CLIENT_IDENTITY_COLUMNS, "attributes_key")
+DEFAULT_MAX_GAP_BUCKETS = 1
+
+
+def is_finite(value: Column) -> Column:
+    """True for a number that is neither null, NaN nor infinite.
+
+    The Java client reports NaN for a ``max``/``avg`` with no samples (an idle node), and Spark orders
+    NaN above every number: unguarded, it would breach every ``>`` threshold.
+    """
+    return value.isNotNull() & ~F.isnan(value) & (F.abs(value) != F.lit(float("inf")))
 
 
 def breach_condition(observed: Column, comparison: Column, threshold: Column) -> Column:
-    """``observed <comparison> threshold`` for a comparison held in a column."""
-    return (
+    """``observed <comparison> threshold`` for a comparison held in a column; never true for NaN/inf."""
+    return F.when(~is_finite(observed), F.lit(False)).otherwise(
         F.when(comparison == ">", observed > threshold)
         .when(comparison == ">=", observed >= threshold)
         .when(comparison == "<", observed < threshold)
@@ -39,15 +57,18 @@ def breach_condition(observed: Column, comparison: Column, threshold: Column) ->
     )
 
 
-def sustained_breaches(candidates: DataFrame) -> DataFrame:
+def sustained_breaches(candidates: DataFrame, max_gap_buckets: int = DEFAULT_MAX_GAP_BUCKETS) -> DataFrame:
     """Anomalies (``ANOMALY_SCHEMA``) from candidate rows; see module docstring for the columns."""
     breaching = candidates.where(F.col("breached")).withColumn(
         "_bucket_index", F.floor(F.unix_seconds("bucket_start") / F.col("bucket_seconds"))
     )
     run = Window.partitionBy(*RULE_COLUMNS, *SERIES_COLUMNS).orderBy("_bucket_index")
     upward = F.col("comparison").startswith(">")
+    step = F.col("_bucket_index") - F.lag("_bucket_index").over(run)
+    starts_island = F.coalesce(step > max_gap_buckets + 1, F.lit(True)).cast("int")
     islands = (
-        breaching.withColumn("_island", F.col("_bucket_index") - F.row_number().over(run))
+        breaching.withColumn("_starts_island", starts_island)
+        .withColumn("_island", F.sum("_starts_island").over(run))
         .groupBy(*RULE_COLUMNS, *SERIES_COLUMNS, "_island")
         .agg(
             F.min("bucket_start").alias("breach_start"),
@@ -59,8 +80,8 @@ def sustained_breaches(candidates: DataFrame) -> DataFrame:
             F.avg("observed").alias("mean_value"),
             F.max_by("attributes", "bucket_start").alias("attributes"),
         )
-        .withColumn("duration_seconds", F.col("breached_buckets") * F.col("_bucket_seconds"))
-        .where(F.col("duration_seconds") > F.col("min_duration_seconds"))
+        .withColumn("duration_seconds", F.unix_seconds("breach_end") - F.unix_seconds("breach_start"))
+        .where(F.col("breached_buckets") * F.col("_bucket_seconds") > F.col("min_duration_seconds"))
     )
     peak = F.when(upward, F.col("_highest")).otherwise(F.col("_lowest"))
     excess = F.when(upward, peak - F.col("threshold")).otherwise(F.col("threshold") - peak)

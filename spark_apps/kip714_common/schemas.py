@@ -160,6 +160,7 @@ THRESHOLD_SCHEMA = _struct(
         ("history_start", TimestampType()),
         ("interval_start", TimestampType()),
         ("interval_end", TimestampType()),
+        ("attributes_key", StringType()),  # the baseline's series labels; null for a static rule
         *_PARTITION,
     ]
 )
