@@ -8,6 +8,7 @@ missing jar an error), a SASL_PLAINTEXT listener with user ``alice:alice-secret`
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 
 import pytest
@@ -16,6 +17,10 @@ from airflow_provider_kip714.local_kafka.cluster import LocalKafkaCluster
 from airflow_provider_kip714.local_kafka.cluster_factory import LocalKafkaClusterFactory
 
 KAFKA_FIXTURES = frozenset({"kafka_cluster", "kafka_cluster_factory"})
+
+# py4j logs "Closing down clientserver connection" from __del__ at interpreter exit, after pytest has
+# closed the captured streams; the resulting "--- Logging error ---" would follow the test summary.
+logging.getLogger("py4j").setLevel(logging.WARNING)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
