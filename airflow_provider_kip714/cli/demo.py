@@ -16,8 +16,12 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--work-dir", type=Path, default=None, help="default $KIP714_DEMO_DIR or ~/.local/state/kip714/demo"
     )
-    parser.add_argument("--warmup", type=int, default=45, help="seconds of fleet history before the window")
-    parser.add_argument("--window", type=int, default=150, help="troubleshooting window length in seconds")
+    parser.add_argument(
+        "--warmup", type=int, default=None, help="seconds of fleet history before the window (default 40)"
+    )
+    parser.add_argument(
+        "--window", type=int, default=None, help="troubleshooting window length in seconds (default 120)"
+    )
     parser.set_defaults(func=_run)
 
 
@@ -25,7 +29,9 @@ def _run(args: argparse.Namespace) -> int:
     # Imported here: the demo pulls in pandas/pyarrow, which every other kip714 command can do without.
     from airflow_provider_kip714.demo.runner import DemoSettings, default_demo_dir, run_demo
 
+    chosen = {"warmup_s": args.warmup, "window_s": args.window}
     settings = DemoSettings(
-        work_dir=(args.work_dir or default_demo_dir()).resolve(), warmup_s=args.warmup, window_s=args.window
+        work_dir=(args.work_dir or default_demo_dir()).resolve(),
+        **{name: value for name, value in chosen.items() if value is not None},
     )
     return run_demo(settings)

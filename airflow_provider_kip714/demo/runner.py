@@ -30,12 +30,9 @@ from airflow_provider_kip714.demo.summary import anomaly_lines, telemetry_seen
 from airflow_provider_kip714.dev_airflow import airflow_environment
 from airflow_provider_kip714.exceptions import Kip714Error
 from airflow_provider_kip714.kafka_python_config import to_kafka_python_kwargs
-from airflow_provider_kip714.local_kafka.broker_config import BrokerSettings
 from airflow_provider_kip714.local_kafka.cluster import LocalKafkaCluster
+from airflow_provider_kip714.local_kafka.cluster_factory import LocalKafkaClusterFactory
 from airflow_provider_kip714.local_kafka.launcher import broker_status, stop_broker
-from airflow_provider_kip714.local_kafka.plugin_jar import default_plugin_jar
-from airflow_provider_kip714.local_kafka.ports import free_ports
-from airflow_provider_kip714.local_kafka.versions import DEFAULT_KAFKA_VERSION, KafkaVersion
 from airflow_provider_kip714.subscription import Subscription, parse_match
 
 log = logging.getLogger("kip714.demo")
@@ -44,6 +41,7 @@ DEMO_DIR_ENV = "KIP714_DEMO_DIR"
 STANDING_SUBSCRIPTION = "kip714-demo-standing-reask"
 FLEET_MATCH = "client_id=demo-.*"
 SLOW_CONSUMER_MATCH = "demo-audit-consumer-.*"
+KAFKA_DIR_NAME = "kafka"
 
 
 def default_demo_dir() -> Path:
@@ -56,8 +54,8 @@ def default_demo_dir() -> Path:
 @dataclass(frozen=True)
 class DemoSettings:
     work_dir: Path
-    warmup_s: int = 45
-    window_s: int = 150
+    warmup_s: int = 40
+    window_s: int = 120
     window_interval_ms: int = 1000
     fleet_interval_ms: int = 5000
     standing_interval_ms: int = 5000
@@ -95,24 +93,12 @@ def _stop_leftover(kafka_dir: Path) -> None:
         stop_broker(kafka_dir, 30)
 
 
-def _start_kafka(kafka_dir: Path) -> LocalKafkaCluster:
-    port, controller_port, sasl_port = free_ports(3)
-    settings = BrokerSettings(
-        data_dir=kafka_dir,
-        kafka_version=KafkaVersion.parse(DEFAULT_KAFKA_VERSION),
-        port=port,
-        controller_port=controller_port,
-        sasl_port=sasl_port,
-        node_id=1,
-        sasl_users={},
-        telemetry_max_bytes=None,
-        telemetry_topic="_client_telemetry",
-        broker_metrics_interval_ms=10_000,
-        plugin_jar=default_plugin_jar(),
-        overrides={},
+def _start_kafka(work_dir: Path) -> LocalKafkaCluster:
+    cluster = LocalKafkaClusterFactory(work_dir).start(
+        name=KAFKA_DIR_NAME, sasl_users={}, broker_metrics_interval_ms=10_000
     )
-    cluster = LocalKafkaCluster.start(settings)
     if not cluster.plugin_loaded:
+        cluster.stop()
         raise Kip714Error("the broker plugin jar is missing: run `make plugin` (make demo does it for you)")
     return cluster
 
@@ -203,9 +189,10 @@ def troubleshoot_conf(settings: DemoSettings) -> dict[str, Any]:
 
 
 def run_demo(settings: DemoSettings) -> int:
+    logging.getLogger("kafka").setLevel(logging.WARNING)  # kafka-python narrates every connection
     steps = Steps(total=9)
     work = settings.work_dir
-    kafka_dir, data_dir, airflow_home = work / "kafka", work / "data", work / "airflow"
+    kafka_dir, data_dir, airflow_home = work / KAFKA_DIR_NAME, work / "data", work / "airflow"
     cluster: LocalKafkaCluster | None = None
     fleet: ClientFleet | None = None
     fleet_window: str | None = None
@@ -218,7 +205,7 @@ def run_demo(settings: DemoSettings) -> int:
             os.environ[DATA_DIR_ENV] = str(data_dir)
 
         with steps.step("Starting Apache Kafka with the KIP-714 broker plugin"):
-            cluster = _start_kafka(kafka_dir)
+            cluster = _start_kafka(work)
             bootstrap = cluster.bootstrap_servers
             print(f"  Apache Kafka {cluster.kafka_version} at {bootstrap}; log {cluster.log_path}")
 
