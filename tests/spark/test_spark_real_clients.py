@@ -18,6 +18,7 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pytest
 import rollups
+from kip714_common.errors import SparkAppInputError
 
 pytestmark = pytest.mark.spark
 
@@ -138,3 +139,13 @@ def test_java_and_librdkafka_node_labels_share_one_key(demo_run):
         if r["metric_name"].endswith("node.request.latency.max") and r["attributes"].get("node_id") == "1"
     }
     assert keys[JAVA] == keys[PEER] == '{"node_id":"1"}'
+
+
+def test_negative_breach_gap_is_refused_before_spark_starts():
+    argv = [
+        *("--input", str(FIXTURE), "--output", "/unused", "--start", WINDOW[0], "--end", WINDOW[1]),
+        *("--max-gap-buckets", "-1"),
+    ]
+    with pytest.raises(SparkAppInputError) as caught:
+        anomalies.run(argv)
+    assert (caught.value.field, caught.value.rule) == ("--max-gap-buckets", "must be >= 0")
