@@ -118,14 +118,17 @@ def _threshold_lines(
             continue
         if row.kind == "baseline" and row.client_group != group:
             continue
+        # Baselines are learned per label set (e.g. per node); say which one a line belongs to.
+        labels = getattr(row, "attributes_key", None) if row.kind == "baseline" else None
+        labels = "" if labels is None or pd.isna(labels) or labels in ("", "{}") else f" {labels}"
         for value, severity in ((row.threshold, "warning"), (row.critical_threshold, "critical")):
             if value is None or pd.isna(value):
                 continue
-            key = (str(row.rule_name), severity, float(value))
+            key = (f"{row.rule_name}{labels}", severity, float(value))
             if key in seen:
                 continue
             seen.add(key)
-            label = f"{row.rule_name}: {row.field} {row.comparison}" + (
+            label = f"{row.rule_name}{labels}: {row.field} {row.comparison}" + (
                 " (critical)" if severity == "critical" else ""
             )
             lines.append((str(row.field), ThresholdLine(label, float(value), severity)))
