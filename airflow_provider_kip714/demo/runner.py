@@ -33,6 +33,7 @@ from airflow_provider_kip714.kafka_python_config import to_kafka_python_kwargs
 from airflow_provider_kip714.local_kafka.cluster import LocalKafkaCluster
 from airflow_provider_kip714.local_kafka.cluster_factory import LocalKafkaClusterFactory
 from airflow_provider_kip714.local_kafka.launcher import broker_status, stop_broker
+from airflow_provider_kip714.report.builder import build_report
 from airflow_provider_kip714.subscription import Subscription, parse_match
 
 log = logging.getLogger("kip714.demo")
@@ -282,6 +283,15 @@ def run_demo(settings: DemoSettings) -> int:
             if report is None or not report.is_file():
                 raise Kip714Error(f"no troubleshooting report under {data_dir / 'troubleshoot'}")
             print(f"  Troubleshooting report: {report}")
+            fleet_report = build_report(
+                scheduled_zone(),
+                title="KIP-714 fleet report (kip714_rollups)",
+                window=(fleet_started, datetime.now(UTC)),
+            )
+            print(
+                f"  Fleet report:           {fleet_report.html_path} "
+                f"({fleet_report.clients} clients, {fleet_report.anomalies} anomalies)"
+            )
             for zone_name, zone in (
                 ("troubleshooting window", zones[0]),
                 ("hourly rollups", scheduled_zone()),

@@ -41,7 +41,8 @@ class Series:
 def _finish(figure: plt.Figure, axes: plt.Axes, path: Path) -> Path:
     axes.xaxis.set_major_formatter(mdates.DateFormatter("%H:%M:%S"))
     axes.grid(True, alpha=0.3)
-    axes.legend(fontsize=7, loc="upper left", framealpha=0.6)
+    if axes.get_legend_handles_labels()[0]:  # a series of only NaN draws nothing to label
+        axes.legend(fontsize=7, loc="upper left", framealpha=0.6)
     figure.autofmt_xdate()
     figure.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
