@@ -21,7 +21,7 @@ log = logging.getLogger(__name__)
 REPO_ROOT = Path(__file__).resolve().parents[2]
 JAVA_CLIENT_JAR = REPO_ROOT / "tests" / "java_client" / "target" / "kip714-java-client.jar"
 JAVA_CLIENT_MAIN = "io.kip714.javaclient.TelemetryClient"
-BURSTY_PRODUCER_BYTE_RATE = 200_000.0
+BURSTY_PRODUCER_BYTE_RATE = 100_000.0
 
 
 def default_fleet(prefix: str = "demo") -> list[ClientSpec]:
@@ -30,7 +30,14 @@ def default_fleet(prefix: str = "demo") -> list[ClientSpec]:
     return [
         ClientSpec(f"{prefix}-orders-producer-1", ClientBehaviour.STEADY_PRODUCER, orders),
         ClientSpec(f"{prefix}-orders-producer-2", ClientBehaviour.STEADY_PRODUCER, orders),
-        ClientSpec(f"{prefix}-payments-producer", ClientBehaviour.BURSTY_PRODUCER, orders, messages_per_s=10),
+        # One request in flight: while the broker throttles it, records wait in the queue (seconds).
+        ClientSpec(
+            f"{prefix}-payments-producer",
+            ClientBehaviour.BURSTY_PRODUCER,
+            orders,
+            messages_per_s=10,
+            extra_config={"max.in.flight.requests.per.connection": 1},
+        ),
         ClientSpec(
             f"{prefix}-orders-consumer-1", ClientBehaviour.STEADY_CONSUMER, orders, f"{prefix}-orders-app"
         ),
