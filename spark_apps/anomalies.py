@@ -21,7 +21,12 @@ from datetime import UTC, datetime, timedelta
 from functools import reduce
 
 from kip714_common.baselines import BASELINE_KEYS, BaselineSettings, client_group_column, learn_baselines
-from kip714_common.breaches import DEFAULT_MAX_GAP_BUCKETS, breach_condition, sustained_breaches
+from kip714_common.breaches import (
+    DEFAULT_MAX_GAP_BUCKETS,
+    RULE_COLUMNS,
+    breach_condition,
+    sustained_breaches,
+)
 from kip714_common.cli import Interval, base_parser, parse_common, parse_duration_seconds, run_main
 from kip714_common.errors import SparkAppInputError
 from kip714_common.landing import DATAPOINTS_DIR, hour_partition_filter, path_exists, read_datapoints
@@ -39,16 +44,7 @@ STATIC_RULE_SCHEMA = StructType(THRESHOLD_SCHEMA.fields[:9])
 """The threshold columns a static rule fills (kind .. min_duration_seconds)."""
 PRINTED_ANOMALIES = 20
 CANDIDATE_COLUMNS = (
-    "kind",
-    "rule_name",
-    "metric_name",
-    "field",
-    "client_group",
-    "comparison",
-    "threshold",
-    "critical_threshold",
-    "min_duration_seconds",
-    "description",
+    *RULE_COLUMNS,
     *CLIENT_IDENTITY_COLUMNS,
     "attributes",
     "attributes_key",
