@@ -70,6 +70,22 @@ class _SpecMixin:
     match: str | Iterable[str] | Mapping[str, str] | None
     block: bool
 
+    def _set_spec(
+        self,
+        window: str | int | float | timedelta | None,
+        window_label: str | None,
+        metrics: str | Iterable[str] | None,
+        interval_ms: int | str | None,
+        match: str | Iterable[str] | Mapping[str, str] | None,
+        block: bool,
+    ) -> None:
+        self.window = window
+        self.window_label = window_label
+        self.metrics = metrics
+        self.interval_ms = interval_ms
+        self.match = match
+        self.block = block
+
     def spec(self) -> dict[str, Any]:
         return {
             "metrics": self.metrics,
@@ -107,12 +123,7 @@ class CreateClientMetricsSubscriptionOperator(_SpecMixin, ClientMetricsBaseOpera
     ) -> None:
         super().__init__(**kwargs)
         self.name = name
-        self.window = window
-        self.window_label = window_label
-        self.metrics = metrics
-        self.interval_ms = interval_ms
-        self.match = match
-        self.block = block
+        self._set_spec(window, window_label, metrics, interval_ms, match, block)
 
     def execute(self, context: Any) -> str:
         if (self.name is None) == (self.window is None):
@@ -196,12 +207,7 @@ class ClientMetricsTroubleshootingWindowOperator(_SpecMixin, ClientMetricsBaseOp
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        self.window = window
-        self.window_label = window_label
-        self.metrics = metrics
-        self.interval_ms = interval_ms
-        self.match = match
-        self.block = block
+        self._set_spec(window, window_label, metrics, interval_ms, match, block)
         self.poll_interval = poll_interval
         self.watch_deletion = watch_deletion
         self.subscription_name: str | None = None
