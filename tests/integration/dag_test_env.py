@@ -21,14 +21,16 @@ DAGS = REPO_ROOT / "dags"
 RUNNER = Path(__file__).parent / "airflow_dag_runner.py"
 
 
-def make_airflow_env(home: Path, data_dir: Path, kafka_cluster: LocalKafkaCluster) -> dict[str, str]:
+def make_airflow_env(
+    home: Path, data_dir: Path, kafka_cluster: LocalKafkaCluster, dags_folder: Path = DAGS
+) -> dict[str, str]:
     connection = {"conn_type": "kafka", "extra": kafka_cluster.client_config()}
     python_bin = str(Path(sys.executable).parent)
     env = {
         **{key: value for key, value in os.environ.items() if not key.startswith(("AIRFLOW", "KIP714_"))},
         "AIRFLOW_HOME": str(home),
         "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
-        "AIRFLOW__CORE__DAGS_FOLDER": str(DAGS),
+        "AIRFLOW__CORE__DAGS_FOLDER": str(dags_folder),
         "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{home}/airflow.db",
         "AIRFLOW__CORE__UNIT_TEST_MODE": "False",
         "AIRFLOW_CONN_KAFKA_DEFAULT": json.dumps(connection),

@@ -18,6 +18,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from dag_test_env import make_airflow_env
 
 from airflow_provider_kip714.client_metrics_admin import ClientMetricsAdmin
 from airflow_provider_kip714.kafka_python_config import to_kafka_python_kwargs
@@ -36,26 +37,7 @@ REAPER_DAG = REPO_ROOT / "dags" / "kip714_reaper.py"
 def airflow_env(kafka_cluster: LocalKafkaCluster, tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     """Environment for an isolated Airflow: tmp AIRFLOW_HOME, SQLite, kafka_default -> the session Kafka."""
     home = tmp_path_factory.mktemp("airflow-home")
-    connection = {"conn_type": "kafka", "extra": kafka_cluster.client_config()}
-    env = {
-        **{key: value for key, value in os.environ.items() if not key.startswith("AIRFLOW")},
-        "AIRFLOW_HOME": str(home),
-        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
-        "AIRFLOW__CORE__DAGS_FOLDER": str(TEST_DAGS),
-        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{home}/airflow.db",
-        "AIRFLOW__CORE__UNIT_TEST_MODE": "False",
-        "AIRFLOW_CONN_KAFKA_DEFAULT": json.dumps(connection),
-        "PYTHONPATH": str(REPO_ROOT),
-    }
-    migrated = subprocess.run(
-        [sys.executable, "-m", "airflow", "db", "migrate"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert migrated.returncode == 0, migrated.stderr[-3000:]
-    return env
+    return make_airflow_env(home, home / "kip714-data", kafka_cluster, dags_folder=TEST_DAGS)
 
 
 @pytest.fixture

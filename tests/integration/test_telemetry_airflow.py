@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
 import subprocess
 import sys
@@ -14,6 +13,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from dag_test_env import make_airflow_env
 from telemetry_helpers import create_topic, good_records, produce_records, read_dir, run_librdkafka_clients
 
 from airflow_provider_kip714.client_metrics_admin import ClientMetricsAdmin
@@ -23,7 +23,6 @@ from airflow_provider_kip714.subscription import Subscription
 
 pytestmark = pytest.mark.integration
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
 TEST_DAGS = Path(__file__).parent / "dags"
 RUNNER = Path(__file__).parent / "airflow_dag_runner.py"
 DAG_FILE = TEST_DAGS / "kip714_test_telemetry.py"
@@ -32,26 +31,7 @@ DAG_FILE = TEST_DAGS / "kip714_test_telemetry.py"
 @pytest.fixture(scope="module")
 def airflow_env(kafka_cluster: LocalKafkaCluster, tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     home = tmp_path_factory.mktemp("airflow-home-telemetry")
-    connection = {"conn_type": "kafka", "extra": kafka_cluster.client_config()}
-    env = {
-        **{key: value for key, value in os.environ.items() if not key.startswith("AIRFLOW")},
-        "AIRFLOW_HOME": str(home),
-        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
-        "AIRFLOW__CORE__DAGS_FOLDER": str(TEST_DAGS),
-        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{home}/airflow.db",
-        "AIRFLOW__CORE__UNIT_TEST_MODE": "False",
-        "AIRFLOW_CONN_KAFKA_DEFAULT": json.dumps(connection),
-        "PYTHONPATH": str(REPO_ROOT),
-    }
-    migrated = subprocess.run(
-        [sys.executable, "-m", "airflow", "db", "migrate"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert migrated.returncode == 0, migrated.stderr[-3000:]
-    return env
+    return make_airflow_env(home, home / "kip714-data", kafka_cluster, dags_folder=TEST_DAGS)
 
 
 def run_dag(env: dict[str, str], dag_id: str, timeout_s: float = 300) -> tuple[dict, str]:
