@@ -24,19 +24,8 @@ RAW_SCHEMA = pa.schema(
     ]
 )
 
-QUARANTINE_SCHEMA = pa.schema(
-    [
-        ("topic", pa.string()),
-        ("partition", pa.int32()),
-        ("offset", pa.int64()),
-        ("timestamp", TS),
-        ("key", pa.binary()),
-        ("headers", STRING_MAP),
-        ("value", pa.binary()),
-        ("reason", pa.string()),
-        ("quarantined_at", TS),
-    ]
-)
+# A quarantined record keeps everything raw/ would have, plus why and when it was set aside.
+QUARANTINE_SCHEMA = RAW_SCHEMA.append(pa.field("reason", pa.string())).append(pa.field("quarantined_at", TS))
 
 QUANTILE = pa.struct([("quantile", pa.float64()), ("value", pa.float64())])
 
