@@ -28,6 +28,7 @@ from opentelemetry.proto.metrics.v1 import metrics_pb2
 from opentelemetry.proto.metrics.v1.metrics_pb2 import MetricsData
 from opentelemetry.proto.resource.v1 import resource_pb2
 
+from airflow_provider_kip714 import otlp_native
 from airflow_provider_kip714.exceptions import TelemetryDecodeError
 from airflow_provider_kip714.instance_id import to_hex_form
 from airflow_provider_kip714.landing_schema import DATAPOINT_SCHEMA, STRING_MAP
@@ -613,23 +614,15 @@ class _Columns:
         )
         scope_index = np.asarray(metrics[0::_METRIC_WIDTH], dtype=np.int64)[metric_index]
         record_index = np.asarray(scope_columns[0], dtype=np.int64)[scope_index]
-        arrays: dict[str, pa.Array] = {}
-        arrays["topic"] = pa.array(records[0::_RECORD_WIDTH], type=pa.string()).take(record_index)
-        arrays["partition"] = pa.array(records[1::_RECORD_WIDTH], type=pa.int32()).take(record_index)
-        arrays["offset"] = pa.array(records[2::_RECORD_WIDTH], type=pa.int64()).take(record_index)
-        timestamps = np.asarray(records[3::_RECORD_WIDTH], dtype=np.int64)
-        arrays["record_timestamp"] = pa.array(timestamps[record_index]).cast(
-            schema.field("record_timestamp").type
+        arrays = _record_arrays(
+            records[0::_RECORD_WIDTH],
+            records[1::_RECORD_WIDTH],
+            records[2::_RECORD_WIDTH],
+            np.asarray(records[3::_RECORD_WIDTH], dtype=np.int64),
+            np.asarray(records[4::_RECORD_WIDTH], dtype=np.int64),
+            self.labels,
+            record_index,
         )
-        label_index = np.asarray(records[4::_RECORD_WIDTH], dtype=np.int64)[record_index]
-        label_columns = _transpose([_label_row(labels) for labels in self.labels], len(_LABEL_COLUMNS))
-        for name, values in zip(_LABEL_COLUMNS, label_columns, strict=True):
-            arrays[name] = pa.array(values, type=schema.field(name).type).take(label_index)
-        hours, hour_slot = np.unique(timestamps // _MS_PER_HOUR, return_inverse=True)
-        dates_hours = [_date_hour(int(hour)) for hour in hours]
-        hour_index = hour_slot.reshape(-1)[record_index]
-        arrays["date"] = pa.array([date for date, _ in dates_hours], type=pa.string()).take(hour_index)
-        arrays["hour"] = pa.array([hour for _, hour in dates_hours], type=pa.int32()).take(hour_index)
         for name, values in zip(_SCOPE_COLUMNS, scope_columns[1:], strict=True):
             arrays[name] = _typed_array(values, schema.field(name).type).take(scope_index)
         for position, name in enumerate(_METRIC_COLUMNS, start=1):
@@ -661,6 +654,40 @@ class _Columns:
         return pa.Table.from_arrays([arrays[name] for name in schema.names], schema=schema)
 
 
+def _record_arrays(
+    topics: Sequence[str],
+    partitions: Sequence[int],
+    offsets: Sequence[int],
+    timestamps_ms: np.ndarray,
+    label_slots: np.ndarray,
+    labels: Sequence[RecordLabels],
+    point_record: np.ndarray,
+) -> dict[str, pa.Array]:
+    """Record-level columns (lineage, labels, date/hour), built once per record and fanned out to points.
+
+    ``label_slots[i]`` is record i's row in ``labels`` (the distinct label sets of the batch);
+    ``point_record`` gives each point's record.
+    """
+    schema = DATAPOINT_SCHEMA
+    record_take = pa.array(point_record, type=pa.int64())
+    arrays: dict[str, pa.Array] = {
+        "topic": pa.array(topics, type=pa.string()).take(record_take),
+        "partition": pa.array(partitions, type=pa.int32()).take(record_take),
+        "offset": pa.array(offsets, type=pa.int64()).take(record_take),
+        "record_timestamp": pa.array(timestamps_ms[point_record]).cast(schema.field("record_timestamp").type),
+    }
+    label_index = label_slots[point_record]
+    label_columns = _transpose([_label_row(row) for row in labels], len(_LABEL_COLUMNS))
+    for name, values in zip(_LABEL_COLUMNS, label_columns, strict=True):
+        arrays[name] = pa.array(values, type=schema.field(name).type).take(label_index)
+    hours, hour_slot = np.unique(timestamps_ms // _MS_PER_HOUR, return_inverse=True)
+    dates_hours = [_date_hour(int(hour)) for hour in hours]
+    hour_index = hour_slot.reshape(-1)[point_record]
+    arrays["date"] = pa.array([date for date, _ in dates_hours], type=pa.string()).take(hour_index)
+    arrays["hour"] = pa.array([hour for _, hour in dates_hours], type=pa.int32()).take(hour_index)
+    return arrays
+
+
 def _label_row(labels: RecordLabels) -> tuple[Any, ...]:
     """The label columns' values of one record, in ``_LABEL_COLUMNS`` order."""
     return tuple(getattr(labels, name) for name in _LABEL_COLUMNS)
@@ -678,7 +705,7 @@ def _typed_array(values: list[Any], arrow_type: pa.DataType) -> pa.Array:
     return pa.array(values, type=arrow_type)
 
 
-def _nanos_or_null(values: list[int], arrow_type: pa.DataType) -> pa.Array:
+def _nanos_or_null(values: Sequence[int] | np.ndarray, arrow_type: pa.DataType) -> pa.Array:
     """OTLP uses 0 for "unset" times; those become nulls."""
     nanos = np.asarray(values, dtype=np.uint64).astype(np.int64)
     return pa.array(nanos, mask=nanos == 0).cast(arrow_type)
@@ -697,6 +724,8 @@ def decode_batch(records: Sequence[TopicRecord], value_format: ValueFormat = "ot
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:
+        if value_format == "otlp_proto" and otlp_native.native_available():
+            return _decode_batch_native(records)
         return _decode_batch(records, value_format)
     finally:
         if gc_was_enabled:
@@ -735,6 +764,89 @@ def _decode_batch(records: Sequence[TopicRecord], value_format: ValueFormat) -> 
         failures.append((index, reason))
         points_per_record.append(0)
     return DecodedBatch(columns.to_table(), failures, points_per_record)
+
+
+def _decode_batch_native(records: Sequence[TopicRecord]) -> DecodedBatch:
+    """The fast path: values decoded natively; the records it leaves go through ``_decode_batch``."""
+    failures: list[tuple[int, str]] = []
+    values: list[bytes | None] = []
+    label_rows: list[RecordLabels] = []
+    label_slot_of: dict[int, int] = {}
+    label_slots = np.zeros(len(records), dtype=np.int64)
+    for index, record in enumerate(records):
+        try:
+            labels = _labels_of(record.headers)
+        except TelemetryDecodeError as err:
+            failures.append((index, err.reason))
+            values.append(None)  # not decoded at all: the header problem is its reason
+            continue
+        slot = label_slot_of.get(id(labels))
+        if slot is None:  # ``labels`` stays referenced by label_rows, so its id() is not reused
+            slot = label_slot_of[id(labels)] = len(label_rows)
+            label_rows.append(labels)
+        label_slots[index] = slot
+        values.append(record.value)
+    native = otlp_native.decode_values(values)
+    table = _native_table(records, label_slots, label_rows, native)
+    points_per_record = native.points_per_record.tolist()
+    failed = {index for index, _ in failures}
+    fallback = [int(index) for index in np.flatnonzero(native.status) if index not in failed]
+    if fallback:
+        reference = _decode_batch([records[index] for index in fallback], "otlp_proto")
+        failures.extend((fallback[position], reason) for position, reason in reference.failures)
+        for position, index in enumerate(fallback):
+            points_per_record[index] = reference.points_per_record[position]
+        table = _merge_by_record(
+            table,
+            native.point_record,
+            reference.datapoints,
+            np.repeat(np.asarray(fallback, dtype=np.int64), reference.points_per_record),
+        )
+    failures.sort()
+    return DecodedBatch(table, failures, points_per_record)
+
+
+def _native_table(
+    records: Sequence[TopicRecord],
+    label_slots: np.ndarray,
+    label_rows: Sequence[RecordLabels],
+    native: otlp_native.NativeColumns,
+) -> pa.Table:
+    schema = DATAPOINT_SCHEMA
+    arrays = _record_arrays(
+        [record.topic for record in records],
+        [record.partition for record in records],
+        [record.offset for record in records],
+        np.fromiter((record.timestamp_ms for record in records), dtype=np.int64, count=len(records)),
+        label_slots,
+        label_rows,
+        native.point_record,
+    )
+    for name, values in native.scopes.items():
+        arrays[name] = values.take(native.point_scope)
+    for name, values in native.metrics.items():
+        arrays[name] = values.take(native.point_metric)
+    points = native.points
+    arrays["start_time"] = _nanos_or_null(points["start_time"], schema.field("start_time").type)
+    arrays["time"] = _nanos_or_null(points["time"], schema.field("time").type)
+    for name in ("value", "value_int", "flags", "attributes"):
+        arrays[name] = points[name]
+    point_count = len(native.point_record)
+    for name in _EXTRA_COLUMNS:  # distribution points always take the reference path
+        arrays[name] = pa.nulls(point_count, type=schema.field(name).type)
+    return pa.Table.from_arrays([arrays[name] for name in schema.names], schema=schema)
+
+
+def _merge_by_record(
+    first: pa.Table, first_records: np.ndarray, second: pa.Table, second_records: np.ndarray
+) -> pa.Table:
+    """Both tables' rows in record order (a stable sort keeps each record's points in order)."""
+    if second.num_rows == 0:
+        return first
+    if first.num_rows == 0:
+        return second
+    order = np.argsort(np.concatenate([first_records, second_records]), kind="stable")
+    return pa.concat_tables([first, second]).take(pa.array(order))
 
 
 def decode_record(
