@@ -1,43 +1,37 @@
 """Land the telemetry topic into the Parquet landing zone, exactly once, using both cores on backlogs.
 
-The main process consumes (partitions assigned explicitly, no consumer group offsets) and cuts the
-stream into per-partition chunks; decoding and Parquet writing of a chunk run in a worker process
-(``stage_records``), which leaves temp files; the main process commits chunks strictly in the order
-it cut them, so a partition's landed offsets never have holes. See ``landing_zone`` for the crash
+The calling thread consumes (partitions assigned explicitly, no consumer group offsets) and cuts the
+stream into per-partition chunks; decoding and Parquet writing of a chunk run on a staging thread
+(``stage_batch``; the native decoder and pyarrow's writer release the GIL), which leaves temp files;
+the calling thread commits chunks strictly in the order it cut them, so a partition's landed offsets
+never have holes. See ``landing_zone`` for the crash
 protocol and ``docs/telemetry-landing.md`` for the layout.
 """
 
 from __future__ import annotations
 
 import collections
-import importlib.abc
 import logging
-import multiprocessing
 import os
-import sys
-import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import Executor, Future, ProcessPoolExecutor
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 from confluent_kafka import Consumer, KafkaError, Message, TopicPartition
 
 from airflow_provider_kip714.exceptions import LandingError
 from airflow_provider_kip714.landing_schema import QUARANTINE_SCHEMA, RAW_SCHEMA, STRING_MAP
-from airflow_provider_kip714.landing_zone import PARQUET_COMPRESSION, ChunkId, LandingZone, StagedChunk
+from airflow_provider_kip714.landing_zone import ChunkId, LandingZone, StagedChunk
 from airflow_provider_kip714.otlp_decoder import VALUE_FORMATS, TopicRecord, ValueFormat, decode_batch
 
 log = logging.getLogger(__name__)
 
 DEFAULT_CHUNK_RECORDS: Final = 5_000  # per partition
 DEFAULT_CHUNK_INTERVAL_S: Final = 5.0
-# Below this many records to land, worker start-up costs more than it saves.
-PARALLEL_THRESHOLD_RECORDS: Final = 20_000
 CONSUME_BATCH: Final = 2_000
 
 
@@ -111,7 +105,7 @@ def quarantine_table(records: Sequence[TopicRecord], failures: Sequence[tuple[in
 def stage_records(
     zone_root: str, topic: str, fsync: bool, value_format: ValueFormat, records: Sequence[TopicRecord]
 ) -> StagedChunk:
-    """Decode one partition's consecutive records and write them as a staged chunk (worker-safe)."""
+    """Decode one partition's consecutive records and write them as a staged chunk (thread-safe)."""
     zone = LandingZone(zone_root, topic, fsync=fsync)
     chunk = ChunkId(records[0].partition, records[0].offset, records[-1].offset)
     decoded = decode_batch(records, value_format)
@@ -125,68 +119,24 @@ def stage_records(
     )
 
 
-def _init_worker(parent_pid: int) -> None:
-    """Worker initializer: exit with the landing process; keep pandas out of a decode-only process.
-
-    ``pa.array`` asks whether pandas is importable on first use and, if so, imports it: ~0.8 CPU
-    seconds per worker per run, spent on a library the worker never uses. Marking pandas as absent
-    (only when the worker has not imported it already) makes pyarrow skip it.
-    """
-    if "pandas" not in sys.modules:
-        sys.meta_path.insert(0, _PandasAbsent())
-    _exit_with_parent(parent_pid)
-
-
-class _PandasAbsent(importlib.abc.MetaPathFinder):
-    """Import hook of landing workers: ``import pandas`` fails as if it were not installed."""
-
-    def find_spec(self, fullname: str, path: Any, target: Any = None) -> None:
-        if fullname == "pandas" or fullname.startswith("pandas."):
-            raise ImportError(f"{fullname}: not used by landing worker processes")
-        return None
-
-
-def _worker_context() -> multiprocessing.context.BaseContext:
-    """Start workers from a fork server that has imported the landing code once.
-
-    Not ``fork``: the consumer's librdkafka threads must not be forked mid-operation (the fork server
-    is a fresh interpreter, started by fork+exec, with no such threads). Not plain ``spawn``: every
-    spawned worker re-imports the parent's main script and this package, ~0.45 CPU s per worker in
-    the benchmark and ~3 CPU s under the ``airflow`` command (whose script imports Airflow). The
-    fork server does that once per process and forks workers from it. Where the platform has no
-    fork server, spawn.
-    """
-    if "forkserver" not in multiprocessing.get_all_start_methods():
-        return multiprocessing.get_context("spawn")
-    context = multiprocessing.get_context("forkserver")
-    # Only takes effect when this process starts its fork server (the first time one is needed).
-    context.set_forkserver_preload(["__main__", __name__])
-    return context
-
-
-def _exit_with_parent(parent_pid: int) -> None:
-    """Exit when the landing process dies (e.g. SIGKILL), instead of lingering."""
-
-    def watch() -> None:
-        while True:
-            time.sleep(1.0)
-            try:
-                os.kill(parent_pid, 0)
-            except ProcessLookupError:
-                os._exit(0)
-
-    threading.Thread(target=watch, name="kip714-parent-watch", daemon=True).start()
-
-
 class PartitionBatch:
-    """One partition's consecutive records in compact columns, cheap to send to a worker process.
+    """One partition's consecutive records in compact columns, as the consumer hands them on.
 
-    Pickling a ``TopicRecord`` per message (with its list of header tuples) cost more than decoding;
-    here values are plain bytes lists and each distinct header set is sent once.
+    Each distinct header set (one per client connection, usually) is kept once: decoding parses its
+    labels once and the raw table writes its map once, instead of once per record.
     """
 
-    _SENT = ("header_index", "header_sets", "keys", "offsets", "partition", "timestamps", "topic", "values")
-    __slots__ = (*_SENT, "_interned")
+    __slots__ = (
+        "_interned",
+        "header_index",
+        "header_sets",
+        "keys",
+        "offsets",
+        "partition",
+        "timestamps",
+        "topic",
+        "values",
+    )
 
     def __init__(self, topic: str, partition: int) -> None:
         self.topic = topic
@@ -198,14 +148,6 @@ class PartitionBatch:
         self.header_sets: list[tuple[tuple[str, bytes | None], ...] | None] = []
         self.header_index: list[int] = []
         self._interned: dict[Any, int] = {}
-
-    def __getstate__(self) -> dict[str, Any]:
-        return {name: getattr(self, name) for name in self._SENT}  # not the interning dict
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        for name, value in state.items():
-            setattr(self, name, value)
-        self._interned = {}
 
     def __len__(self) -> int:
         return len(self.offsets)
@@ -242,17 +184,8 @@ class PartitionBatch:
 def stage_batch(
     zone_root: str, topic: str, fsync: bool, value_format: ValueFormat, batch: PartitionBatch
 ) -> StagedChunk:
-    """``stage_records`` for a ``PartitionBatch`` (what the landing run sends to workers)."""
+    """``stage_records`` for a ``PartitionBatch`` (what the landing run hands to staging threads)."""
     return stage_records(zone_root, topic, fsync, value_format, batch.records())
-
-
-def _warm_up() -> None:
-    """Decode and write one tiny chunk in memory, so a new worker's first real chunk does not pay
-    Arrow's and Parquet's set-up (this runs while the consumer fetches)."""
-    records = [TopicRecord("", 0, 0, 0, None, None, None)]
-    decoded = decode_batch(records)
-    for table in (raw_table(records), decoded.datapoints, quarantine_table(records, decoded.failures)):
-        pq.write_table(table, pa.BufferOutputStream(), compression=PARQUET_COMPRESSION)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -295,7 +228,7 @@ class LandingResult:
 
 
 class _InlineExecutor(Executor):
-    """Runs jobs at submit time; used for small runs where worker start-up would dominate."""
+    """Runs jobs at submit time (``workers=1``): everything on the calling thread."""
 
     def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
         future: Future[Any] = Future()
@@ -424,19 +357,11 @@ class TopicLander:
         return plan
 
     def _make_executor(self) -> Executor:
-        use_pool = self.workers > 1 and (self.follow or self._backlog >= PARALLEL_THRESHOLD_RECORDS)
-        if not use_pool:
+        """Staging threads: decoding (native, GIL released) and Parquet writing (pyarrow, GIL released)
+        run beside the consuming thread, whose per-message Python work is the limit."""
+        if self.workers <= 1:
             return _InlineExecutor()
-        context = _worker_context()
-        pool = ProcessPoolExecutor(
-            max_workers=self.workers,
-            mp_context=context,
-            initializer=_init_worker,
-            initargs=(os.getpid(),),
-        )
-        for _ in range(self.workers):  # start and warm the workers while the consumer fetches
-            pool.submit(_warm_up)
-        return pool
+        return ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="kip714-stage")
 
     def _run(self, consumer: Consumer, next_offsets: dict[int, int]) -> LandingResult:
         started = time.monotonic()

@@ -773,11 +773,18 @@ def _decode_batch_native(records: Sequence[TopicRecord]) -> DecodedBatch:
     label_rows: list[RecordLabels] = []
     label_slot_of: dict[int, int] = {}
     label_slots = np.zeros(len(records), dtype=np.int64)
+    # Landing hands over one interned header set per client connection: parse each set once.
+    labels_of_headers: dict[int, RecordLabels | TelemetryDecodeError] = {}
     for index, record in enumerate(records):
-        try:
-            labels = _labels_of(record.headers)
-        except TelemetryDecodeError as err:
-            failures.append((index, err.reason))
+        labels = labels_of_headers.get(id(record.headers))  # ``records`` keeps every set alive
+        if labels is None:
+            try:
+                labels = _labels_of(record.headers)
+            except TelemetryDecodeError as err:
+                labels = err
+            labels_of_headers[id(record.headers)] = labels
+        if isinstance(labels, TelemetryDecodeError):
+            failures.append((index, labels.reason))
             values.append(None)  # not decoded at all: the header problem is its reason
             continue
         slot = label_slot_of.get(id(labels))

@@ -57,7 +57,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default=DEFAULT_CHUNK_INTERVAL_S,
         help="cut a chunk at least this often",
     )
-    land.add_argument("--workers", type=int, help="decoding processes (default: up to 2 cores)")
+    land.add_argument(
+        "--workers", type=int, help="staging threads that decode and write Parquet (default: 2; 1 = none)"
+    )
     land.add_argument("--no-fsync", action="store_true", help="skip fsync (faster; unsafe on power loss)")
     land.add_argument("--json", action="store_true", help="print the result as JSON")
     land.set_defaults(func=_run_land)

@@ -33,7 +33,8 @@ class LandClientTelemetryOperator(BaseOperator):
     :param timeout_s: stop after this many seconds (the landed part stays landed).
     :param value_format: ``otlp_proto`` (default), ``otlp_json`` or ``auto``.
     :param chunk_records: records per chunk (per partition).
-    :param workers: decoding processes (default: up to 2 cores).
+    :param workers: staging threads that decode and write Parquet beside the consumer
+        (default: up to 2 cores; 1 = everything on the task's thread).
     :param fsync: fsync files before committing them (default on).
     """
 
