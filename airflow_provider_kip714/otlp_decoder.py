@@ -668,24 +668,42 @@ def _record_arrays(
     ``label_slots[i]`` is record i's row in ``labels`` (the distinct label sets of the batch);
     ``point_record`` gives each point's record.
     """
+    # One ``take`` per level, not per column: each pyarrow compute call releases and re-takes the GIL,
+    # and on a staging thread every re-take can wait a whole switch interval behind the consumer.
     schema = DATAPOINT_SCHEMA
-    record_take = pa.array(point_record, type=pa.int64())
-    arrays: dict[str, pa.Array] = {
-        "topic": pa.array(topics, type=pa.string()).take(record_take),
-        "partition": pa.array(partitions, type=pa.int32()).take(record_take),
-        "offset": pa.array(offsets, type=pa.int64()).take(record_take),
-        "record_timestamp": pa.array(timestamps_ms[point_record]).cast(schema.field("record_timestamp").type),
-    }
-    label_index = label_slots[point_record]
-    label_columns = _transpose([_label_row(row) for row in labels], len(_LABEL_COLUMNS))
-    for name, values in zip(_LABEL_COLUMNS, label_columns, strict=True):
-        arrays[name] = pa.array(values, type=schema.field(name).type).take(label_index)
     hours, hour_slot = np.unique(timestamps_ms // _MS_PER_HOUR, return_inverse=True)
     dates_hours = [_date_hour(int(hour)) for hour in hours]
-    hour_index = hour_slot.reshape(-1)[point_record]
-    arrays["date"] = pa.array([date for date, _ in dates_hours], type=pa.string()).take(hour_index)
-    arrays["hour"] = pa.array([hour for _, hour in dates_hours], type=pa.int32()).take(hour_index)
-    return arrays
+    record_hour = hour_slot.reshape(-1)
+    lineage = pa.table(
+        {
+            "topic": pa.array(topics, type=pa.string()),
+            "partition": pa.array(partitions, type=pa.int32()),
+            "offset": pa.array(offsets, type=pa.int64()),
+            "record_timestamp": _timestamps(timestamps_ms, schema.field("record_timestamp").type),
+            "date": pa.array([dates_hours[slot][0] for slot in record_hour], type=pa.string()),
+            "hour": pa.array([dates_hours[slot][1] for slot in record_hour], type=pa.int32()),
+        }
+    ).take(pa.array(point_record, type=pa.int64()))
+    label_columns = _transpose([_label_row(row) for row in labels], len(_LABEL_COLUMNS))
+    label_table = pa.table(
+        {
+            name: pa.array(values, type=schema.field(name).type)
+            for name, values in zip(_LABEL_COLUMNS, label_columns, strict=True)
+        }
+    ).take(pa.array(label_slots[point_record], type=pa.int64()))
+    return {
+        **dict(zip(lineage.column_names, lineage.columns, strict=True)),
+        **dict(zip(label_table.column_names, label_table.columns, strict=True)),
+    }
+
+
+def _timestamps(values: np.ndarray, arrow_type: pa.DataType, *, zero_is_null: bool = False) -> pa.Array:
+    """Integer epoch values as a timestamp array, without a compute call (see ``_record_arrays``)."""
+    values = np.ascontiguousarray(values, dtype=np.int64)
+    validity = None
+    if zero_is_null and not values.all():
+        validity = pa.py_buffer(np.packbits(values != 0, bitorder="little"))
+    return pa.Array.from_buffers(arrow_type, len(values), [validity, pa.py_buffer(values)])
 
 
 def _label_row(labels: RecordLabels) -> tuple[Any, ...]:
@@ -829,13 +847,12 @@ def _native_table(
         label_rows,
         native.point_record,
     )
-    for name, values in native.scopes.items():
-        arrays[name] = values.take(native.point_scope)
-    for name, values in native.metrics.items():
-        arrays[name] = values.take(native.point_metric)
+    for level, index in ((native.scopes, native.point_scope), (native.metrics, native.point_metric)):
+        fanned_out = pa.table(level).take(index)  # one take per level (see ``_record_arrays``)
+        arrays.update(zip(fanned_out.column_names, fanned_out.columns, strict=True))
     points = native.points
-    arrays["start_time"] = _nanos_or_null(points["start_time"], schema.field("start_time").type)
-    arrays["time"] = _nanos_or_null(points["time"], schema.field("time").type)
+    for name in ("start_time", "time"):
+        arrays[name] = _timestamps(points[name], schema.field(name).type, zero_is_null=True)
     for name in ("value", "value_int", "flags", "attributes"):
         arrays[name] = points[name]
     point_count = len(native.point_record)

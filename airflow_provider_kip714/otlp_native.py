@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final
 
 import numpy as np
 import pyarrow as pa
@@ -44,7 +44,8 @@ class NativeColumns:
     point_record: np.ndarray  # int64 per point: index of its record in the batch
     point_scope: pa.Array  # int64 per point: row in the scope arrays
     point_metric: pa.Array  # int64 per point: row in the metric arrays
-    points: dict[str, pa.Array]  # start_time/time (int64 ns, 0 = unset), value, value_int, flags, attributes
+    points: dict[str, Any]  # start_time/time (int64 ns ndarrays, 0 = unset); value, value_int, flags,
+    # attributes (Arrow arrays)
     scopes: dict[str, pa.Array]  # resource_attributes, scope_name, scope_version, scope_attributes
     metrics: dict[str, pa.Array]  # metric_name, metric_unit, metric_type, temporality, is_monotonic
 
@@ -86,8 +87,8 @@ def decode_values(values: list[bytes | None]) -> NativeColumns:
     value_int_valid = _numbers(buffers, "value_int.valid", np.uint8)
     monotonic = _numbers(buffers, "is_monotonic", np.uint8)
     points = {
-        "start_time": pa.array(_numbers(buffers, "start_time", np.int64)),
-        "time": pa.array(_numbers(buffers, "time", np.int64)),
+        "start_time": _numbers(buffers, "start_time", np.int64),
+        "time": _numbers(buffers, "time", np.int64),
         "value": pa.array(_numbers(buffers, "value", np.float64)),
         "value_int": pa.Array.from_buffers(
             pa.int64(),
