@@ -11,6 +11,8 @@ KAFKA_COMPAT_VERSION ?= 3.9.2
 PLUGIN_JAR := broker_plugin/target/kip714-broker-plugin.jar
 JAVA_CLIENT_JAR := tests/java_client/target/kip714-java-client.jar
 PYTEST_ARGS ?=
+# rustup's default location, in case the calling shell has not sourced ~/.cargo/env
+export PATH := $(HOME)/.cargo/bin:$(PATH)
 
 .PHONY: help install venv plugin java-client kafka browser test unit-test lint demo bench airflow clean
 
@@ -27,6 +29,7 @@ $(CURDIR)/.tools/bin/uv:
 	.tools/bin/pip install -q uv==$(UV_VERSION)
 
 venv: $(UV)
+	@command -v cargo >/dev/null || { echo "make: the native OTLP decoder (native/) needs a Rust toolchain: install it with rustup (https://rustup.rs), then rerun" >&2; exit 1; }
 	$(UV) sync --frozen
 
 $(PLUGIN_JAR): broker_plugin/pom.xml $(shell find broker_plugin/src -type f 2>/dev/null)
@@ -68,4 +71,4 @@ airflow: install
 	$(BIN)/python -m airflow_provider_kip714.dev_airflow
 
 clean:
-	rm -rf broker_plugin/target tests/java_client/target .pytest_cache .ruff_cache
+	rm -rf broker_plugin/target tests/java_client/target native/target .pytest_cache .ruff_cache
