@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Final
 
@@ -257,7 +258,13 @@ def consumer_config_for_landing(base_config: dict[str, Any]) -> dict[str, Any]:
 
 
 class TopicLander:
-    """One landing run over a topic; see ``land_topic`` for the knobs."""
+    """One landing run over a topic; see ``land_topic`` for the knobs.
+
+    ``since`` (timezone-aware) starts each partition the zone has no history for at its first record
+    at or after that time instead of the earliest retained offset: a troubleshooting window on a topic
+    with days of retention lands minutes, not days. Partitions with landed chunks always resume after
+    their last landed offset.
+    """
 
     def __init__(
         self,
@@ -275,6 +282,7 @@ class TopicLander:
         fsync: bool = True,
         progress_interval_s: float = 10.0,
         metadata_timeout_s: float = 15.0,
+        since: datetime | None = None,
     ) -> None:
         if value_format not in VALUE_FORMATS:
             raise LandingError(f"value_format: must be one of {VALUE_FORMATS} (got {value_format!r})")
@@ -286,6 +294,9 @@ class TopicLander:
             raise LandingError(f"chunk_records: must be a positive integer (got {chunk_records!r})")
         if follow and max_records is None and timeout_s is None:
             raise LandingError("follow: needs max_records or timeout_s, or the run never ends")
+        if since is not None and since.tzinfo is None:
+            raise LandingError(f"since: must be timezone-aware (got {since.isoformat()})")
+        self.since = since
         self.consumer_config = consumer_config_for_landing(consumer_config)
         self.topic = topic
         self.zone = LandingZone(out_dir, topic, fsync=fsync)
@@ -323,11 +334,14 @@ class TopicLander:
         plan: dict[int, PartitionProgress] = {}
         assignment: list[TopicPartition] = []
         backlog = 0
-        for partition in sorted(topic_metadata.partitions):
+        partitions = sorted(topic_metadata.partitions)
+        since_offsets = self._offsets_since(consumer, [p for p in partitions if p not in next_offsets])
+        for partition in partitions:
             low, high = consumer.get_watermark_offsets(
                 TopicPartition(self.topic, partition), timeout=self.metadata_timeout_s, cached=False
             )
-            start = next_offsets.get(partition, low)
+            first = since_offsets.get(partition, low)
+            start = next_offsets.get(partition, high if first < 0 else max(first, low))
             if start < low:
                 result.skipped_by_retention[partition] = low - start
                 log.warning(
@@ -355,6 +369,22 @@ class TopicLander:
         self._backlog = backlog
         self._pending_partitions = {tp.partition for tp in assignment}
         return plan
+
+    def _offsets_since(self, consumer: Consumer, partitions: list[int]) -> dict[int, int]:
+        """First offset at or after ``since`` of each partition the zone has no history for (-1: none
+        yet). Partitions with landed chunks resume where they stopped: that is the exactly-once rule."""
+        if self.since is None or not partitions:
+            return {}
+        since_ms = int(self.since.timestamp() * 1000)
+        found = consumer.offsets_for_times(
+            [TopicPartition(self.topic, partition, since_ms) for partition in partitions],
+            timeout=self.metadata_timeout_s,
+        )
+        for position in found:
+            if position.error is not None:
+                raise LandingError(f"since: offsets of partition {position.partition}: {position.error}")
+        log.info("starting new partitions at the first record at or after %s", self.since.isoformat())
+        return {position.partition: position.offset for position in found}
 
     def _make_executor(self) -> Executor:
         """Staging threads: decoding (native, GIL released) and Parquet writing (pyarrow, GIL released)

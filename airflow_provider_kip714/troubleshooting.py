@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
@@ -324,6 +324,9 @@ class WindowBounds:
         return cls(end - timedelta(seconds=window_seconds), end)
 
 
+LANDING_SINCE_MARGIN_S: Final = 60
+
+
 def landing_grace_seconds(interval_ms: int) -> float:
     """How long to keep landing after the window ends: the clients' last pushes are one interval late."""
     return min(60.0, max(5.0, 2 * interval_ms / 1000))
@@ -401,7 +404,11 @@ def land_window(request: TroubleshootingRequest, zone: Zone, bounds: WindowBound
         remaining,
     )
     hook = TelemetryTopicHook(kafka_config_id=request.kafka_config_id)
-    result = hook.land(zone.landing, follow=True, timeout_s=max(remaining, 1.0))
+    # Only the window matters: start at its first records, not at the topic's earliest retained
+    # offset (days of other telemetry on a long-retention topic). The margin covers clock skew
+    # between this worker and the brokers that stamp the records.
+    since = bounds.start - timedelta(seconds=LANDING_SINCE_MARGIN_S)
+    result = hook.land(zone.landing, follow=True, timeout_s=max(remaining, 1.0), since=since)
     log.info(
         "Landed %d record(s), %d data point(s), %d quarantined in %.1f s",
         result.records,

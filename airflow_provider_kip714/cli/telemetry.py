@@ -60,6 +60,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     land.add_argument(
         "--workers", type=int, help="staging threads that decode and write Parquet (default: 2; 1 = none)"
     )
+    land.add_argument(
+        "--since",
+        type=_utc_time,
+        help="start partitions with nothing landed yet at the first record at or after this ISO-8601 "
+        "time (e.g. 2026-11-22T10:00:00Z) instead of the earliest retained offset",
+    )
     land.add_argument("--no-fsync", action="store_true", help="skip fsync (faster; unsafe on power loss)")
     land.add_argument("--json", action="store_true", help="print the result as JSON")
     land.set_defaults(func=_run_land)
@@ -92,6 +98,17 @@ def client_config_from_args(args: argparse.Namespace) -> tuple[dict[str, Any] | 
     return config, None
 
 
+def _utc_time(text: str) -> datetime:
+    """An ISO-8601 time for ``--since``; without an offset it is read as UTC."""
+    try:
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"not an ISO-8601 time: {text!r} (e.g. 2026-11-22T10:00:00Z)"
+        ) from None
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
 def _hook(args: argparse.Namespace):  # -> TelemetryTopicHook (imported lazily: Airflow is slow to import)
     from airflow_provider_kip714.hooks.telemetry_topic import TelemetryTopicHook
 
@@ -118,6 +135,7 @@ def _run_land(args: argparse.Namespace) -> int:
         chunk_interval_s=args.chunk_interval_s,
         workers=args.workers,
         fsync=not args.no_fsync,
+        since=args.since,
     )
     if args.json:
         print(json.dumps(result.as_dict(), indent=2))

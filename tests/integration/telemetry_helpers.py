@@ -31,8 +31,11 @@ def produce_records(
     config: dict[str, Any],
     topic: str,
     records: list[tuple[int, bytes | None, list[tuple[str, bytes]] | None]],
+    *,
+    timestamp_ms: int = 0,
 ) -> None:
-    """Produce (partition, value, headers) records; waits for every delivery."""
+    """Produce (partition, value, headers) records, stamped ``timestamp_ms`` if given (0: now); waits
+    for every delivery."""
     producer = Producer({**config, "enable.metrics.push": False, "linger.ms": 20})
     failures: list[str] = []
 
@@ -47,6 +50,7 @@ def produce_records(
             key=f"key-{index}".encode(),
             headers=headers,
             partition=partition,
+            timestamp=timestamp_ms,
             on_delivery=on_delivery,
         )
         if index % 10_000 == 0:

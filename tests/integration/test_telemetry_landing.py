@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 import time
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -156,3 +157,30 @@ def test_bounded_run_ends_when_the_log_ends_with_transaction_markers(
     assert result.stop_reason == "reached the end offsets read at the start"
     assert (result.records, result.points) == (5, 10)
     assert offsets_by_partition(read_dir(tmp_path / "zone" / "raw")) == {0: [0, 1, 2, 3, 4]}
+
+
+def test_since_starts_partitions_without_history_at_that_time_and_reruns_resume(
+    kafka_cluster: LocalKafkaCluster, tmp_path: Path
+) -> None:
+    config = kafka_cluster.client_config()
+    topic = create_topic(config, partitions=3)
+    an_hour_ago_ms = int(time.time() * 1000) - 3_600_000
+    produce_records(config, topic, good_records(42, partitions=3), timestamp_ms=an_hour_ago_ms)  # 14 each
+    since = datetime.now(UTC) - timedelta(minutes=5)
+    produce_records(config, topic, good_records(20, partitions=2))  # partitions 0 and 1: offsets 14..23
+    out = tmp_path / "zone"
+
+    first = land_topic(config, topic, out, since=since)
+
+    assert first.records == 20
+    assert offsets_by_partition(read_dir(out / "raw")) == {0: list(range(14, 24)), 1: list(range(14, 24))}
+    # A later run resumes after the landed offsets; partition 2 (no record since) starts at `since`
+    # again, so its old records stay out; without `since` a partition with no history starts at the
+    # earliest offset.
+    produce_records(config, topic, good_records(4, partitions=2))
+    second = land_topic(config, topic, out, since=since)
+    assert second.records == 4
+    assert offsets_by_partition(read_dir(out / "raw")) == {0: list(range(14, 26)), 1: list(range(14, 26))}
+    third = land_topic(config, topic, out)
+    assert third.records == 14
+    assert offsets_by_partition(read_dir(out / "raw"))[2] == list(range(14))
