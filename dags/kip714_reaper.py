@@ -3,6 +3,9 @@
 This is the guarantee behind the troubleshooting window: even when the worker that opened a window is
 killed outright, its subscription (``kip714-<label>-exp<UTC>-<8 hex>``) is removed within one run of
 this DAG after the expiry. Names outside that pattern are never touched.
+
+It sweeps ``$KIP714_REAPER_CONN_IDS`` (comma separated), default ``$KIP714_KAFKA_CONN_ID`` or
+``kafka_default``: list every cluster windows are opened on (``dag_settings.py``).
 """
 
 from __future__ import annotations
@@ -11,7 +14,10 @@ from datetime import datetime, timedelta
 
 from airflow.sdk import DAG
 
+from airflow_provider_kip714.dag_settings import reaper_conn_ids
 from airflow_provider_kip714.operators.client_metrics import ReapExpiredClientMetricsSubscriptionsOperator
+
+CONN_IDS = reaper_conn_ids()
 
 with DAG(
     dag_id="kip714_reaper",
@@ -23,8 +29,9 @@ with DAG(
     default_args={"retries": 1, "retry_delay": timedelta(minutes=1)},
     tags=["kip714"],
 ) as dag:
-    ReapExpiredClientMetricsSubscriptionsOperator(
-        task_id="reap_expired_subscriptions",
-        kafka_config_id="kafka_default",
-        execution_timeout=timedelta(minutes=4),
-    )
+    for conn_id in CONN_IDS:  # one task per cluster: one unreachable cluster does not stop the others
+        ReapExpiredClientMetricsSubscriptionsOperator(
+            task_id="reap_expired_subscriptions" if len(CONN_IDS) == 1 else f"reap_expired__{conn_id}",
+            kafka_config_id=conn_id,
+            execution_timeout=timedelta(minutes=4),
+        )

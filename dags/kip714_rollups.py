@@ -6,7 +6,8 @@ Each output table is an Asset (the UI page and downstream DAGs schedule on them)
 interval: landing is exactly-once by offsets (a rerun lands only what is new), and the Spark apps
 replace their interval's ``date=/hour=`` partitions, so retries, reruns and backfills
 (``airflow backfill create --dag-id kip714_rollups --from-date ... --to-date ...``) are idempotent.
-Data lives under ``scheduled_zone()`` (``$KIP714_DATA_DIR``: landing/ and analytics/).
+Data lives under ``scheduled_zone()`` (``$KIP714_DATA_DIR``: landing/ and analytics/); the telemetry
+comes from connection ``$KIP714_KAFKA_CONN_ID`` (default ``kafka_default``).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from datetime import datetime, timedelta
 
 from airflow.sdk import DAG, CronDataIntervalTimetable
 
+from airflow_provider_kip714.dag_settings import scheduled_kafka_conn_id
 from airflow_provider_kip714.data_layout import scheduled_zone
 from airflow_provider_kip714.operators.telemetry import LandClientTelemetryOperator
 from airflow_provider_kip714.spark_jobs import SPARK_MACROS, analytics_asset, spark_app_operator
@@ -44,7 +46,7 @@ with DAG(
     land = LandClientTelemetryOperator(
         task_id="land",
         out_dir=ZONE.landing,
-        kafka_config_id="kafka_default",
+        kafka_config_id=scheduled_kafka_conn_id(),
         timeout_s=45 * 60,
         execution_timeout=timedelta(minutes=50),
     )

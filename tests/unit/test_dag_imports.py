@@ -23,7 +23,9 @@ ours = [f"{w.category.__name__}: {w.message} ({w.filename}:{w.lineno})" for w in
 dags = {dag_id: {"tasks": sorted(t.task_id for t in dag.tasks),
                  "teardowns": sorted(t.task_id for t in dag.tasks if t.is_teardown),
                  "setups": sorted(t.task_id for t in dag.tasks if t.is_setup),
-                 "schedule": type(dag.timetable).__name__, "params": sorted(dag.params.keys())}
+                 "schedule": type(dag.timetable).__name__, "params": sorted(dag.params.keys()),
+                 "kafka_conn_ids": sorted({t.kafka_config_id for t in dag.tasks
+                                           if isinstance(getattr(t, "kafka_config_id", None), str)})}
         for dag_id, dag in bag.dags.items()}
 print(json.dumps({"errors": {k: str(v) for k, v in bag.import_errors.items()},
                   "captured": {k: list(map(str, v)) for k, v in bag.captured_warnings.items()},
@@ -31,13 +33,14 @@ print(json.dumps({"errors": {k: str(v) for k, v in bag.import_errors.items()},
 """
 
 
-def parse_dags(tmp_path: Path) -> dict:
+def parse_dags(tmp_path: Path, extra_env: dict[str, str] | None = None) -> dict:
     env = {
-        **{k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW")},
+        **{k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "KIP714_"))},
         "AIRFLOW_HOME": str(tmp_path),
         "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
         "KIP714_DATA_DIR": str(tmp_path / "data"),
         "PYTHONPATH": str(REPO_ROOT),
+        **(extra_env or {}),
     }
     done = subprocess.run(
         [sys.executable, "-c", PARSE, str(DAGS)], env=env, capture_output=True, text=True, timeout=300
@@ -71,3 +74,34 @@ def test_product_dags_import_cleanly(tmp_path: Path) -> None:
     rollups = dags["kip714_rollups"]
     assert rollups["tasks"] == ["anomalies", "broker_metrics", "land", "rollups"]
     assert rollups["schedule"] == "CronDataIntervalTimetable"  # hourly data intervals, not zero-length
+    assert rollups["kafka_conn_ids"] == ["kafka_default"]
+    assert dags["kip714_reaper"]["tasks"] == ["reap_expired_subscriptions"]
+    assert dags["kip714_reaper"]["kafka_conn_ids"] == ["kafka_default"]
+
+
+def test_scheduled_dags_take_their_connections_from_the_environment(tmp_path: Path) -> None:
+    parsed = parse_dags(
+        tmp_path, {"KIP714_KAFKA_CONN_ID": "kafka_prod", "KIP714_REAPER_CONN_IDS": "kafka_prod, kafka_eu,"}
+    )
+    assert parsed["errors"] == {}
+    dags = parsed["dags"]
+    assert dags["kip714_rollups"]["kafka_conn_ids"] == ["kafka_prod"]
+    assert dags["kip714_reaper"]["tasks"] == ["reap_expired__kafka_eu", "reap_expired__kafka_prod"]
+    assert dags["kip714_reaper"]["kafka_conn_ids"] == ["kafka_eu", "kafka_prod"]
+
+
+def test_a_bad_connection_id_in_the_environment_is_an_import_error_naming_it(
+    tmp_path: Path,
+) -> None:
+    parsed = parse_dags(tmp_path, {"KIP714_REAPER_CONN_IDS": "kafka_default,bad id!"})
+    [error] = [text for path, text in parsed["errors"].items() if "kip714_reaper" in path]
+    assert "KIP714_REAPER_CONN_IDS: 'bad id!' is not a connection id" in error
+
+
+def test_connection_settings_defaults_and_order() -> None:
+    from airflow_provider_kip714.dag_settings import reaper_conn_ids, scheduled_kafka_conn_id
+
+    assert scheduled_kafka_conn_id({}) == "kafka_default"
+    assert scheduled_kafka_conn_id({"KIP714_KAFKA_CONN_ID": "  "}) == "kafka_default"
+    assert reaper_conn_ids({"KIP714_KAFKA_CONN_ID": "kafka_prod"}) == ["kafka_prod"]
+    assert reaper_conn_ids({"KIP714_REAPER_CONN_IDS": "b,a,b"}) == ["b", "a"]
