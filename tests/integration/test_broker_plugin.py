@@ -198,9 +198,12 @@ def test_broker_metrics_arrive_at_their_interval_and_count_a_throttled_push(
         instance = view.client_instance_id
         records = read_topic(
             bootstrap,
-            lambda rs: any(
-                r.metric_total(BrokerMetric.THROTTLES, client_instance_id=instance) >= 1
-                for r in broker_records(rs, after_ms=throttled_at_ms)
+            lambda rs: (
+                len(broker_records(rs)) >= 2  # a fresh cluster may have written none before
+                and any(
+                    r.metric_total(BrokerMetric.THROTTLES, client_instance_id=instance) >= 1
+                    for r in broker_records(rs, after_ms=throttled_at_ms)
+                )
             ),
             timeout_s=45,
         )
@@ -348,3 +351,60 @@ def test_unreachable_target_drops_and_counts_and_clients_keep_pushing(
     finally:
         source.stop()
         target.stop()
+
+
+def test_broker_records_split_by_client_instances_each_series_once(
+    kafka_cluster_factory: LocalKafkaClusterFactory, tmp_path
+) -> None:
+    from telemetry_helpers import read_dir
+
+    from airflow_provider_kip714.landing import land_topic
+
+    cluster = kafka_cluster_factory.start(
+        name="plugin-split", overrides={"kip714.broker.metrics.instances.per.record": "1"}
+    )
+    bootstrap = cluster.bootstrap_servers
+    with (
+        subscription(bootstrap, "plugin-test-split", "client_id=plugin-split-.*", interval_ms=1000),
+        TelemetryProbe(bootstrap, client_id="plugin-split-a") as first,
+        TelemetryProbe(bootstrap, client_id="plugin-split-b") as second,
+    ):
+        instances = []
+        for probe in (first, second):
+            view = wait_for(
+                lambda p=probe: (v := p.get_subscription()).subscribed and v, 30, "the subscription"
+            )
+            assert probe.push(view.subscription_id, _payload(1)) is ErrorCode.none
+            instances.append(view.client_instance_id)
+        pushed_at_ms = int(time.time() * 1000)
+
+        def both_reported(records: list) -> bool:
+            later = broker_records(records, after_ms=pushed_at_ms)
+            return all(
+                any(r.metric_total(BrokerMetric.PLUGIN_EXPORTS, client_instance_id=i) >= 1 for r in later)
+                for i in instances
+            )
+
+        records = read_topic(bootstrap, both_reported, timeout_s=60)
+    by_interval: dict[int, list] = {}
+    for record in broker_records(records, after_ms=pushed_at_ms):
+        by_interval.setdefault(record.timestamp_ms, []).append(record)
+    complete = [group for group in by_interval.values() if len(group) >= 2]  # one per instance
+    assert complete, {ts: len(group) for ts, group in by_interval.items()}
+    for group in complete:  # broker-wide series in the first record only; each instance in one record
+        assert sum(BrokerMetric.INSTANCE_COUNT in r.metric_names() for r in group) == 1
+        for instance in instances:
+            holders = [
+                r for r in group if r.metric_total(BrokerMetric.PLUGIN_EXPORTS, client_instance_id=instance)
+            ]
+            assert len(holders) == 1, instance
+    # The split records land like any other broker record.
+    result = land_topic({"bootstrap.servers": bootstrap}, DEFAULT_TELEMETRY_TOPIC, tmp_path / "zone")
+    assert result.quarantined == 0
+    landed = read_dir(tmp_path / "zone" / "datapoints").to_pylist()
+    exports = {
+        row["attributes"][0][1]
+        for row in landed
+        if row["record_type"] == "broker" and row["metric_name"] == str(BrokerMetric.PLUGIN_EXPORTS)
+    }
+    assert set(instances) <= exports

@@ -4,22 +4,31 @@ import org.apache.kafka.common.MetricName;
 import org.apache.kafka.common.metrics.KafkaMetric;
 
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.TreeSet;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.Predicate;
 
 /**
  * Follows the broker's own KIP-714 metric group ({@code client-metrics}) through
  * metricChange/metricRemoval and turns its current values, plus the plugin's own export-time
- * histograms and counters, into one OTLP {@code MetricsData} per interval.
+ * histograms and counters, into OTLP {@code MetricsData} values per interval (one, or several for
+ * a broker managing many clients).
  */
 final class BrokerMetricsCollector {
     static final String GROUP = "client-metrics";
     static final String INSTANCE_ID_TAG = "client_instance_id";
     /** Cap on followed series, so a storm of short-lived clients cannot grow memory without bound. */
     static final int MAX_SERIES = 100_000;
+    /**
+     * Client instances per broker record: about 0.6 KB each, so a record stays near 300 KB, well
+     * under the producer's default 1 MiB request size however many clients the broker manages.
+     */
+    static final int DEFAULT_INSTANCES_PER_RECORD = 500;
 
     /** A followed broker metric; a removed one is reported once more with its last value. */
     private static final class Series {
@@ -107,16 +116,23 @@ final class BrokerMetricsCollector {
     record PluginCounters(long startTimeNanos, Map<String, Long> droppedByReason, long exported, long buffered) {
     }
 
+    /** {@link #collect(String, String, PluginCounters, int)} with the default record size. */
+    List<byte[]> collect(String nodeId, String clusterId, PluginCounters counters) {
+        return collect(nodeId, clusterId, counters, DEFAULT_INSTANCES_PER_RECORD);
+    }
+
     /**
-     * Builds the broker record's value and forgets series whose metric the broker removed (they
-     * were just reported one last time).
+     * Builds the broker records' values and forgets series whose metric the broker removed (they
+     * were just reported one last time). The per-client series are split across records of at most
+     * {@code instancesPerRecord} client instances each; the first record also carries the
+     * broker-wide series. Every series appears in exactly one record per interval, so readers that
+     * follow series (the Spark apps) need not know about the split.
      */
-    byte[] collect(String nodeId, String clusterId, PluginCounters counters) {
+    List<byte[]> collect(String nodeId, String clusterId, PluginCounters counters, int instancesPerRecord) {
         long now = nowNanos();
         Map<String, String> resource = new LinkedHashMap<>();
         resource.put("node_id", nodeId);
         resource.put("cluster_id", clusterId);
-        OtlpMetrics otlp = new OtlpMetrics(resource, "io.kip714.broker", PluginVersion.VERSION);
 
         List<OtlpMetrics.NumberPoint> instanceCount = new ArrayList<>();
         List<OtlpMetrics.NumberPoint> unknownSubscriptions = new ArrayList<>();
@@ -168,24 +184,67 @@ final class BrokerMetricsCollector {
                 counters.startTimeNanos(), now, entry.getValue()));
         }
 
-        otlp.gauge(TopicContract.INSTANCE_COUNT, "Client metrics instances the broker manages", "{instance}", instanceCount)
-            .cumulativeMonotonicSum(TopicContract.UNKNOWN_SUBSCRIPTION_REQUESTS,
-                "Pushes with an unknown or stale subscription id", "{request}", unknownSubscriptions)
-            .cumulativeMonotonicSum(TopicContract.THROTTLES, "Pushes throttled for coming too early", "{request}", throttles)
-            .cumulativeMonotonicSum(TopicContract.PLUGIN_EXPORTS, "Pushes handed to the plugin", "{request}", exports)
-            .cumulativeMonotonicSum(TopicContract.PLUGIN_ERRORS, "Pushes whose plugin export raised", "{request}", errors)
-            .cumulativeHistogram(TopicContract.PLUGIN_EXPORT_TIME,
-                "Time spent in this plugin's export per push, measured by the plugin", "ms", exportTime)
-            .gauge(TopicContract.PLUGIN_EXPORT_TIME_AVG, "Broker's own windowed average export time", "ms", exportTimeAvg)
-            .gauge(TopicContract.PLUGIN_EXPORT_TIME_MAX, "Broker's own windowed maximum export time", "ms", exportTimeMax)
-            .cumulativeMonotonicSum(TopicContract.PLUGIN_DROPS, "Records the plugin dropped instead of writing", "{record}", dropped)
-            .cumulativeMonotonicSum(TopicContract.PLUGIN_EXPORTED, "Records the topic acknowledged", "{record}",
-                List.of(OtlpMetrics.NumberPoint.ofLong(Map.of(), counters.startTimeNanos(), now, counters.exported())))
-            .gauge(TopicContract.PLUGIN_BUFFERED, "Records waiting in the plugin or its producer", "{record}",
-                List.of(OtlpMetrics.NumberPoint.ofLong(Map.of(), 0, now, counters.buffered())));
+        List<OtlpMetrics.NumberPoint> exported = List.of(
+            OtlpMetrics.NumberPoint.ofLong(Map.of(), counters.startTimeNanos(), now, counters.exported()));
+        List<OtlpMetrics.NumberPoint> buffered = List.of(
+            OtlpMetrics.NumberPoint.ofLong(Map.of(), 0, now, counters.buffered()));
+
+        // Group client instances in a stable order; broker-wide points (no instance) go to group 0.
+        TreeSet<String> instances = new TreeSet<>(exportTimes.keySet());
+        for (MetricName name : series.keySet()) {
+            String instance = name.tags().get(INSTANCE_ID_TAG);
+            if (instance != null) {
+                instances.add(instance);
+            }
+        }
+        int perRecord = Math.max(1, instancesPerRecord);
+        Map<String, Integer> groupOf = new HashMap<>();
+        for (String instance : instances) {
+            groupOf.put(instance, groupOf.size() / perRecord);
+        }
+        int groups = Math.max(1, (instances.size() + perRecord - 1) / perRecord);
+
+        List<byte[]> records = new ArrayList<>(groups);
+        for (int group = 0; group < groups; group++) {
+            int current = group;
+            Predicate<Map<String, String>> inGroup = attributes -> {
+                String instance = attributes.get(INSTANCE_ID_TAG);
+                return instance == null ? current == 0 : groupOf.getOrDefault(instance, 0) == current;
+            };
+            OtlpMetrics otlp = new OtlpMetrics(resource, "io.kip714.broker", PluginVersion.VERSION);
+            otlp.gauge(TopicContract.INSTANCE_COUNT, "Client metrics instances the broker manages", "{instance}",
+                    numbers(instanceCount, inGroup))
+                .cumulativeMonotonicSum(TopicContract.UNKNOWN_SUBSCRIPTION_REQUESTS,
+                    "Pushes with an unknown or stale subscription id", "{request}", numbers(unknownSubscriptions, inGroup))
+                .cumulativeMonotonicSum(TopicContract.THROTTLES, "Pushes throttled for coming too early", "{request}",
+                    numbers(throttles, inGroup))
+                .cumulativeMonotonicSum(TopicContract.PLUGIN_EXPORTS, "Pushes handed to the plugin", "{request}",
+                    numbers(exports, inGroup))
+                .cumulativeMonotonicSum(TopicContract.PLUGIN_ERRORS, "Pushes whose plugin export raised", "{request}",
+                    numbers(errors, inGroup))
+                .cumulativeHistogram(TopicContract.PLUGIN_EXPORT_TIME,
+                    "Time spent in this plugin's export per push, measured by the plugin", "ms",
+                    exportTime.stream().filter(point -> inGroup.test(point.attributes())).toList())
+                .gauge(TopicContract.PLUGIN_EXPORT_TIME_AVG, "Broker's own windowed average export time", "ms",
+                    numbers(exportTimeAvg, inGroup))
+                .gauge(TopicContract.PLUGIN_EXPORT_TIME_MAX, "Broker's own windowed maximum export time", "ms",
+                    numbers(exportTimeMax, inGroup))
+                .cumulativeMonotonicSum(TopicContract.PLUGIN_DROPS, "Records the plugin dropped instead of writing",
+                    "{record}", numbers(dropped, inGroup))
+                .cumulativeMonotonicSum(TopicContract.PLUGIN_EXPORTED, "Records the topic acknowledged", "{record}",
+                    numbers(exported, inGroup))
+                .gauge(TopicContract.PLUGIN_BUFFERED, "Records waiting in the plugin or its producer", "{record}",
+                    numbers(buffered, inGroup));
+            records.add(otlp.toMetricsData());
+        }
 
         forgetRetired();
-        return otlp.toMetricsData();
+        return records;
+    }
+
+    private static List<OtlpMetrics.NumberPoint> numbers(
+            List<OtlpMetrics.NumberPoint> points, Predicate<Map<String, String>> inGroup) {
+        return points.stream().filter(point -> inGroup.test(point.attributes())).toList();
     }
 
     private void forgetRetired() {

@@ -21,6 +21,7 @@ final class PluginConfig {
     static final String BOOTSTRAP_SERVERS = PREFIX + "bootstrap.servers";
     static final String PRODUCER_PREFIX = PREFIX + "producer.";
     static final String BROKER_METRICS_INTERVAL_MS = PREFIX + "broker.metrics.interval.ms";
+    static final String BROKER_METRICS_INSTANCES_PER_RECORD = PREFIX + "broker.metrics.instances.per.record";
     static final String BUFFER_MAX_RECORDS = PREFIX + "buffer.max.records";
     static final String BUFFER_MAX_BYTES = PREFIX + "buffer.max.bytes";
     static final String TOPIC_CREATE = PREFIX + "topic.create";
@@ -34,6 +35,7 @@ final class PluginConfig {
     final String derivedSecurityProtocol;
     final Map<String, Object> producerOverrides;
     final long brokerMetricsIntervalMs;
+    final int brokerMetricsInstancesPerRecord;
     final int bufferMaxRecords;
     final long bufferMaxBytes;
     final boolean topicCreate;
@@ -48,6 +50,8 @@ final class PluginConfig {
             throw new ConfigException(TOPIC, topic, "must not be empty");
         }
         brokerMetricsIntervalMs = longValue(configs, BROKER_METRICS_INTERVAL_MS, 30_000L, 100L, 86_400_000L);
+        brokerMetricsInstancesPerRecord = (int) longValue(configs, BROKER_METRICS_INSTANCES_PER_RECORD,
+            BrokerMetricsCollector.DEFAULT_INSTANCES_PER_RECORD, 1L, 100_000L);
         bufferMaxRecords = (int) longValue(configs, BUFFER_MAX_RECORDS, 10_000L, 1L, 10_000_000L);
         bufferMaxBytes = longValue(configs, BUFFER_MAX_BYTES, 64L * 1024 * 1024, 1024L, Long.MAX_VALUE);
         topicCreate = booleanValue(configs, TOPIC_CREATE, true);

@@ -231,9 +231,12 @@ final class TelemetryTopicCore {
     }
 
     void enqueueBrokerRecord() {
-        byte[] value = collector.collect(config.nodeId, clusterId, counters());
         byte[] key = TopicContract.brokerRecordKey(config.nodeId).getBytes(StandardCharsets.UTF_8);
-        offer(new PendingRecord(key, value, PushLabels.brokerHeaders(config.nodeId, clusterId), System.currentTimeMillis()));
+        long now = System.currentTimeMillis();
+        for (byte[] value : collector.collect(config.nodeId, clusterId, counters(),
+                config.brokerMetricsInstancesPerRecord)) {
+            offer(new PendingRecord(key, value, PushLabels.brokerHeaders(config.nodeId, clusterId), now));
+        }
     }
 
     BrokerMetricsCollector.PluginCounters counters() {

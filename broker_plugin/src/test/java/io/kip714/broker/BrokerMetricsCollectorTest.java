@@ -62,8 +62,10 @@ class BrokerMetricsCollectorTest {
             collector.recordExportTime(INSTANCE, 0.03);
             collector.recordExportTime(INSTANCE, 2.0);
 
-            byte[] value = collector.collect("1", "cluster-x", new BrokerMetricsCollector.PluginCounters(
+            List<byte[]> values = collector.collect("1", "cluster-x", new BrokerMetricsCollector.PluginCounters(
                 1L, Map.of("buffer_full", 4L), 9L, 2L));
+            assertEquals(1, values.size());
+            byte[] value = values.get(0);
             ProtoReader resourceMetrics = new ProtoReader(value).message(1);
             assertEquals(Map.of("node_id", "1", "cluster_id", "cluster-x"), resourceMetrics.message(1).stringAttributes(1));
 
@@ -88,12 +90,55 @@ class BrokerMetricsCollectorTest {
             // The broker drops a departed client's sensors: its last value is reported once more.
             metrics.removeSensor("throttle-" + INSTANCE);
             Map<String, ProtoReader> afterRemoval = metricsByName(collector.collect("1", "c",
-                new BrokerMetricsCollector.PluginCounters(1L, Map.of(), 0L, 0L)));
+                new BrokerMetricsCollector.PluginCounters(1L, Map.of(), 0L, 0L)).get(0));
             assertEquals(2L, afterRemoval.get(TopicContract.THROTTLES).message(7).message(1).number(6));
             Map<String, ProtoReader> later = metricsByName(collector.collect("1", "c",
-                new BrokerMetricsCollector.PluginCounters(1L, Map.of(), 0L, 0L)));
+                new BrokerMetricsCollector.PluginCounters(1L, Map.of(), 0L, 0L)).get(0));
             assertFalse(later.containsKey(TopicContract.THROTTLES));
             assertTrue(later.containsKey(TopicContract.INSTANCE_COUNT));
+        }
+    }
+
+    @Test
+    void manyClientsAreSplitAcrossRecordsWithEachSeriesOnce() {
+        BrokerMetricsCollector collector = new BrokerMetricsCollector();
+        try (Metrics metrics = new Metrics()) {
+            metrics.addReporter(new Forwarder(collector));
+            metrics.addMetric(metrics.metricName("instance-count", "client-metrics"), (Measurable) (c, now) -> 5);
+            List<String> instances = List.of("i-a", "i-b", "i-c", "i-d", "i-e");
+            for (String instance : instances) {
+                Sensor throttles = metrics.sensor("throttle-" + instance);
+                throttles.add(metrics.metricName("throttle-count", "client-metrics",
+                    Map.of("client_instance_id", instance)), new CumulativeSum());
+                throttles.record(1);
+                collector.recordExportTime(instance, 0.5);
+            }
+
+            List<byte[]> values = collector.collect("1", "c",
+                new BrokerMetricsCollector.PluginCounters(1L, Map.of("buffer_full", 1L), 7L, 0L), 2);
+
+            assertEquals(3, values.size());
+            Map<String, Integer> throttleSeen = new HashMap<>();
+            Map<String, Integer> histogramSeen = new HashMap<>();
+            for (int index = 0; index < values.size(); index++) {
+                Map<String, ProtoReader> byName = metricsByName(values.get(index));
+                boolean first = index == 0;
+                assertEquals(first, byName.containsKey(TopicContract.INSTANCE_COUNT));
+                assertEquals(first, byName.containsKey(TopicContract.PLUGIN_DROPS));
+                assertEquals(first, byName.containsKey(TopicContract.PLUGIN_EXPORTED));
+                List<ProtoReader> throttlePoints = byName.get(TopicContract.THROTTLES).message(7).messages(1);
+                assertTrue(throttlePoints.size() <= 2);
+                for (ProtoReader point : throttlePoints) {
+                    throttleSeen.merge(point.stringAttributes(7).get("client_instance_id"), 1, Integer::sum);
+                }
+                for (ProtoReader point : byName.get(TopicContract.PLUGIN_EXPORT_TIME).message(9).messages(1)) {
+                    histogramSeen.merge(point.stringAttributes(9).get("client_instance_id"), 1, Integer::sum);
+                }
+            }
+            Map<String, Integer> once = new HashMap<>();
+            instances.forEach(instance -> once.put(instance, 1));
+            assertEquals(once, throttleSeen);
+            assertEquals(once, histogramSeen);
         }
     }
 
