@@ -14,15 +14,20 @@ from datetime import datetime, timedelta
 from kip714_common.errors import SparkAppInputError
 from kip714_common.names import (
     METRIC_NAME_ALIASES,
-    labels_column,
+    labels_from_entries_column,
     labels_key_column,
     metric_name_column,
 )
-from kip714_common.schemas import DATAPOINT_SCHEMA
+from kip714_common.schemas import DATAPOINT_SCHEMA, STRING_MAP
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.types import ArrayType, StringType, StructField, StructType
 
 DATAPOINTS_DIR = "datapoints"
+STRING_MAP_ENTRIES = ArrayType(
+    StructType([StructField("key", StringType(), False), StructField("value", StringType())])
+)
+"""``map_entries`` of a ``STRING_MAP`` (labels, resource attributes)."""
 
 
 def path_exists(spark: SparkSession, path: str) -> bool:
@@ -74,24 +79,47 @@ def read_datapoints(
 
 
 def normalise(raw: DataFrame, metric_aliases: Mapping[str, str] | None = None) -> DataFrame:
-    """Add the computed columns to rows in ``DATAPOINT_SCHEMA`` form."""
-    name = metric_name_column(F.col("metric_name"), {**METRIC_NAME_ALIASES, **(metric_aliases or {})})
-    labels = labels_column(F.coalesce(F.col("attributes"), F.create_map().cast("map<string,string>")))
-    kept = [F.col(c) for c in raw.columns if c not in ("metric_name", "attributes", "cluster_id")]
-    return raw.select(
+    """Add the computed columns to rows in ``DATAPOINT_SCHEMA`` form.
+
+    Names and labels are normalised once per distinct (metric name, label set) of ``raw``, a small table
+    broadcast back onto the points: per point, the string functions and label lambdas cost several times
+    more than the rest of the rollup.
+    """
+    aliases = {**METRIC_NAME_ALIASES, **(metric_aliases or {})}
+    entries = F.when(F.size("attributes") > 0, F.map_entries("attributes"))  # null: no labels (most points)
+    series = raw.select(F.col("metric_name").alias("_source_name"), entries.alias("_entries")).distinct()
+    labels = F.when(F.col("_entries").isNull(), F.create_map().cast(STRING_MAP)).otherwise(
+        labels_from_entries_column(F.col("_entries"))
+    )
+    names = series.select(
+        "_source_name",
+        "_entries",
+        metric_name_column(F.col("_source_name"), aliases).alias("_metric_name"),
+        labels.alias("_labels"),
+        labels_key_column(labels).alias("_attributes_key"),
+    )
+    keyed = raw.withColumn("_point_entries", entries)
+    joined = keyed.join(
+        F.broadcast(names),
+        keyed["metric_name"].eqNullSafe(names["_source_name"])
+        & keyed["_point_entries"].eqNullSafe(names["_entries"]),
+        "left",
+    )
+    kept = [keyed[c] for c in raw.columns if c not in ("metric_name", "attributes", "cluster_id")]
+    return joined.select(
         *kept,
-        F.col("metric_name").alias("source_metric_name"),
-        F.col("attributes").alias("source_attributes"),
-        name.alias("metric_name"),
-        labels.alias("attributes"),
-        labels_key_column(labels).alias("attributes_key"),
-        F.col("time").alias("time_ns"),
-        F.col("start_time").alias("start_ns"),
-        F.timestamp_micros(F.floor(F.col("time") / 1000)).alias("ts"),
-        F.timestamp_micros(F.floor(F.col("start_time") / 1000)).alias("start_ts"),
-        F.coalesce(F.col("value"), F.col("value_int").cast("double")).alias("point_value"),
-        F.coalesce(F.col("node_id"), F.col("resource_attributes")["node_id"].cast("int")).alias(
+        keyed["metric_name"].alias("source_metric_name"),
+        keyed["attributes"].alias("source_attributes"),
+        names["_metric_name"].alias("metric_name"),
+        names["_labels"].alias("attributes"),
+        names["_attributes_key"].alias("attributes_key"),
+        keyed["time"].alias("time_ns"),
+        keyed["start_time"].alias("start_ns"),
+        F.timestamp_micros(F.floor(keyed["time"] / 1000)).alias("ts"),
+        F.timestamp_micros(F.floor(keyed["start_time"] / 1000)).alias("start_ts"),
+        F.coalesce(keyed["value"], keyed["value_int"].cast("double")).alias("point_value"),
+        F.coalesce(keyed["node_id"], keyed["resource_attributes"]["node_id"].cast("int")).alias(
             "broker_node_id"
         ),
-        F.coalesce(F.col("cluster_id"), F.col("resource_attributes")["cluster_id"]).alias("cluster_id"),
+        F.coalesce(keyed["cluster_id"], keyed["resource_attributes"]["cluster_id"]).alias("cluster_id"),
     )

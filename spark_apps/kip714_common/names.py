@@ -79,15 +79,37 @@ def metric_name_column(name: Column, aliases: Mapping[str, str] = METRIC_NAME_AL
     return F.coalesce(alias_map[stripped], stripped)
 
 
-def labels_column(labels: Column) -> Column:
-    """Spark expression of ``normalise_labels`` (needs ``spark.sql.mapKeyDedupPolicy=LAST_WIN``)."""
-    renamed = F.transform_keys(labels, lambda key, _value: F.regexp_replace(F.lower(key), r"[.\-]", "_"))
+def _label_key_column(key: Column) -> Column:
+    return F.regexp_replace(F.lower(key), r"[.\-]", "_")
+
+
+def _cleaned_labels(renamed: Column) -> Column:
+    """Steps label 2 and 3 on a map whose keys are already renamed (step label 1)."""
     kept = F.map_filter(renamed, lambda key, _value: ~key.isin(*sorted(DROPPED_LABELS)))
-    cleaned = F.transform_values(
+    return F.transform_values(
         kept,
         lambda key, value: F.when(key == NODE_LABEL, F.regexp_replace(value, "^node-", "")).otherwise(value),
     )
-    return F.when(F.size(labels) == 0, labels).otherwise(cleaned)  # most points carry no labels
+
+
+def labels_column(labels: Column) -> Column:
+    """Spark expression of ``normalise_labels`` (needs ``spark.sql.mapKeyDedupPolicy=LAST_WIN``)."""
+    renamed = F.transform_keys(labels, lambda key, _value: _label_key_column(key))
+    return F.when(F.size(labels) == 0, labels).otherwise(_cleaned_labels(renamed))  # most points: no labels
+
+
+def labels_from_entries_column(entries: Column) -> Column:
+    """``labels_column`` of the map whose ``map_entries`` is ``entries`` (a non-empty array).
+
+    Renames inside the entries and only then builds the map, so duplicate keys resolve exactly as
+    ``transform_keys`` resolves them (last one wins, in entry order). Lets apps normalise each distinct
+    label set once instead of every data point (``landing.normalise``).
+    """
+    renamed = F.transform(
+        entries,
+        lambda entry: F.struct(_label_key_column(entry["key"]).alias("key"), entry["value"].alias("value")),
+    )
+    return _cleaned_labels(F.map_from_entries(renamed))
 
 
 def labels_key_column(labels: Column) -> Column:

@@ -14,6 +14,7 @@ import pytest
 import rollups
 from kip714_common.names import (
     labels_column,
+    labels_from_entries_column,
     labels_key,
     labels_key_column,
     metric_name_column,
@@ -82,11 +83,13 @@ def test_python_and_spark_normalisation_agree(spark):
         metric_name_column(F.col("name")).alias("n"),
         normalised.alias("l"),
         labels_key_column(normalised).alias("k"),
+        labels_from_entries_column(F.map_entries("labels")).alias("e"),  # the once-per-label-set form
     ).collect()
     for row in rows:
         assert row["n"] == normalise_metric_name(row["name"])
         assert row["l"] == normalise_labels(row["labels"])
         assert row["k"] == labels_key(normalise_labels(row["labels"]))
+        assert row["e"] == normalise_labels(row["labels"])
 
 
 def test_rollups_app_runs_under_spark_submit_with_the_shipped_zip(tmp_path):
