@@ -43,6 +43,8 @@ APP_NAME = "kip714-anomalies"
 STATIC_RULE_SCHEMA = StructType(THRESHOLD_SCHEMA.fields[:9])
 """The threshold columns a static rule fills (kind .. min_duration_seconds)."""
 PRINTED_ANOMALIES = 20
+JUDGED_COLUMNS = ("metric_name", "attributes", "attributes_key", "bucket_start", "bucket_seconds", "signal")
+"""Rollup columns every candidate needs besides the client's; rules add their ``field``."""
 CANDIDATE_COLUMNS = (
     *RULE_COLUMNS,
     *CLIENT_IDENTITY_COLUMNS,
@@ -324,8 +326,16 @@ def run(argv: Sequence[str] | None = None, spark: SparkSession | None = None) ->
         interval,
         common.counter_lookback,
         common.metric_aliases,
-    ).withColumn("client_group", client_group)
-    current = current.persist()
+    )
+    # Only the columns candidates use: a rollup row is ~40 columns, maps among them.
+    judged = [
+        *CLIENT_IDENTITY_COLUMNS,
+        *JUDGED_COLUMNS,
+        *sorted({rule.field for rule in rules} - set(JUDGED_COLUMNS)),
+    ]
+    current = current.select(*judged).withColumn("client_group", client_group)
+    if namespace.rollups_source == "landing":
+        current = current.persist()  # computed from the landing zone: once, not once per rule
 
     candidates = static_candidates(current, rules)
     baselines = None
@@ -352,7 +362,8 @@ def run(argv: Sequence[str] | None = None, spark: SparkSession | None = None) ->
         else spark.createDataFrame([], ANOMALY_SCHEMA)
     )
     write_table(found, common.output, "anomalies", interval)
-    current.unpersist()
+    if namespace.rollups_source == "landing":
+        current.unpersist()
     if baselines is not None:
         baselines.unpersist()
 
