@@ -33,14 +33,15 @@ def with_histogram_buckets(points: DataFrame) -> DataFrame:
     """Add ``hist_counts``/``hist_bounds``: explicit buckets for both histogram kinds, null otherwise."""
     exp_counts, exp_bounds = exponential_as_explicit()
     kind = F.col("metric_type")
-    return points.withColumn(
-        "hist_counts",
-        F.when(kind == "histogram", F.col("bucket_counts")).when(kind == "exponential_histogram", exp_counts),
-    ).withColumn(
-        "hist_bounds",
-        F.when(kind == "histogram", F.col("explicit_bounds")).when(
-            kind == "exponential_histogram", exp_bounds
-        ),
+    return points.withColumns(
+        {
+            "hist_counts": F.when(kind == "histogram", F.col("bucket_counts")).when(
+                kind == "exponential_histogram", exp_counts
+            ),
+            "hist_bounds": F.when(kind == "histogram", F.col("explicit_bounds")).when(
+                kind == "exponential_histogram", exp_bounds
+            ),
+        }
     )
 
 
@@ -57,14 +58,16 @@ def with_increments(points: DataFrame, view_start_ns: int) -> DataFrame:
         "series_node", F.when(F.col("record_type") == "broker", F.col("broker_node_id"))
     )
     is_sum = F.col("metric_type") == "sum"
-    plain = (
-        points.where(~_is_cumulative())
-        .withColumn("increment", F.when(is_sum, F.col("point_value")))
-        .withColumn("elapsed_ns", F.when(is_sum, _own_elapsed_ns()))
-        .withColumn("is_reset", F.lit(0))
-        .withColumn("inc_count", F.col("count"))
-        .withColumn("inc_sum", F.col("sum"))
-        .withColumn("inc_bucket_counts", F.col("hist_counts"))
+    # withColumns, not chains of withColumn: each call re-analyses the whole plan on the driver
+    plain = points.where(~_is_cumulative()).withColumns(
+        {
+            "increment": F.when(is_sum, F.col("point_value")),
+            "elapsed_ns": F.when(is_sum, _own_elapsed_ns()),
+            "is_reset": F.lit(0),
+            "inc_count": F.col("count"),
+            "inc_sum": F.col("sum"),
+            "inc_bucket_counts": F.col("hist_counts"),
+        }
     )
 
     series = Window.partitionBy(*SERIES_COLUMNS).orderBy("time_ns")
@@ -72,13 +75,17 @@ def with_increments(points: DataFrame, view_start_ns: int) -> DataFrame:
     cumulative = (
         points.where(_is_cumulative())
         .withColumn("_level", level)
-        .withColumn("_prev_level", F.lag("_level").over(series))
-        .withColumn("_prev_value", F.lag("point_value").over(series))
-        .withColumn("_prev_count", F.lag("count").over(series))
-        .withColumn("_prev_sum", F.lag("sum").over(series))
-        .withColumn("_prev_counts", F.lag("hist_counts").over(series))
-        .withColumn("_prev_start", F.lag("start_ns").over(series))
-        .withColumn("_prev_time", F.lag("time_ns").over(series))
+        .withColumns(
+            {
+                "_prev_level": F.lag("_level").over(series),
+                "_prev_value": F.lag("point_value").over(series),
+                "_prev_count": F.lag("count").over(series),
+                "_prev_sum": F.lag("sum").over(series),
+                "_prev_counts": F.lag("hist_counts").over(series),
+                "_prev_start": F.lag("start_ns").over(series),
+                "_prev_time": F.lag("time_ns").over(series),
+            }
+        )
     )
     first = F.col("_prev_time").isNull()
     started_in_view = F.coalesce(F.col("start_ns") >= view_start_ns, F.lit(False))
@@ -100,18 +107,16 @@ def with_increments(points: DataFrame, view_start_ns: int) -> DataFrame:
             F.zip_with("hist_counts", "_prev_counts", lambda now, before: now - before),
         )
     )
-    cumulative = (
-        cumulative.withColumn("increment", F.when(is_sum, difference("point_value", "_prev_value")))
-        .withColumn(
-            "elapsed_ns",
-            F.when(whole, _own_elapsed_ns())
+    cumulative = cumulative.withColumns(
+        {
+            "increment": F.when(is_sum, difference("point_value", "_prev_value")),
+            "elapsed_ns": F.when(whole, _own_elapsed_ns())
             .when(unknown, None)
             .otherwise(F.col("time_ns") - F.col("_prev_time")),
-        )
-        .withColumn("is_reset", reset.cast("int"))
-        .withColumn("inc_count", F.when(_is_histogram(), difference("count", "_prev_count")))
-        .withColumn("inc_sum", F.when(_is_histogram(), difference("sum", "_prev_sum")))
-        .withColumn("inc_bucket_counts", F.when(_is_histogram(), counts_difference))
-        .drop(*[c for c in cumulative.columns if c.startswith("_")])
-    )
+            "is_reset": reset.cast("int"),
+            "inc_count": F.when(_is_histogram(), difference("count", "_prev_count")),
+            "inc_sum": F.when(_is_histogram(), difference("sum", "_prev_sum")),
+            "inc_bucket_counts": F.when(_is_histogram(), counts_difference),
+        }
+    ).drop(*[c for c in cumulative.columns if c.startswith("_")])
     return plain.unionByName(cumulative)

@@ -73,9 +73,14 @@ def rollup_points(
     )
     bucket = interval.bucket_seconds
     is_complex = F.col("metric_type").isin(*HISTOGRAM_TYPES, "summary")
-    prepared = increments.withColumn("bucket_start", bucket_start_column(bucket)).withColumn(
-        "_resource_entries",  # the map as its entries: groupable, and cheaper per point than JSON text
-        F.coalesce(F.map_entries("resource_attributes"), F.array().cast(STRING_MAP_ENTRIES)),
+    prepared = increments.withColumns(
+        {
+            "bucket_start": bucket_start_column(bucket),
+            # the map as its entries: groupable, and cheaper per point than JSON text
+            "_resource_entries": F.coalesce(
+                F.map_entries("resource_attributes"), F.array().cast(STRING_MAP_ENTRIES)
+            ),
+        }
     )
     keys = (*GROUP_COLUMNS, *DESCRIPTIVE_KEYS)
     # Fixed-width aggregation buffers only, so Spark keeps a hash aggregate for the bulk of the rows
@@ -107,8 +112,12 @@ def rollup_points(
             F.collect_list("inc_bucket_counts").alias("_counts_list"),
             F.max_by(F.struct("count", "sum", "quantiles", "hist_bounds"), "time_ns").alias("last"),
         )
-        .withColumn("merged_counts", merged_counts_expression("_counts_list"))
-        .withColumn("merged_bounds", F.col("last.hist_bounds"))
+        .withColumns(
+            {
+                "merged_counts": merged_counts_expression("_counts_list"),
+                "merged_bounds": F.col("last.hist_bounds"),
+            }
+        )
     )
     aggregated = scalars.unionByName(complex_rows, allowMissingColumns=True)
     kind = F.col("metric_type")
