@@ -18,10 +18,12 @@ from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOpe
 from airflow.sdk import Asset
 
 from airflow_provider_kip714.data_layout import Zone
+from spark_apps.kip714_common.session import PERFORMANCE_CONF
 from spark_apps.package import application_args, application_path, build_common_zip
 
 SPARK_CONN_ID = "spark_default"
 SPARK_CONF = {
+    **PERFORMANCE_CONF,
     "spark.sql.shuffle.partitions": "4",
     "spark.ui.enabled": "false",
     "spark.sql.session.timeZone": "UTC",

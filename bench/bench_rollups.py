@@ -167,7 +167,7 @@ def main() -> int:
     data_dir = Path(args.data)
     landings = {size: ensure_landing(data_dir, size) for size in sizes}
 
-    from kip714_common.session import configure
+    from kip714_common.session import PERFORMANCE_CONF, configure
     from pyspark.sql import SparkSession
     from pyspark.sql import functions as F
 
@@ -176,12 +176,8 @@ def main() -> int:
         .appName("kip714-bench-rollups")
         .config("spark.driver.memory", args.driver_memory)
         .config("spark.sql.shuffle.partitions", "8")
-        # local[2]: tasks small enough that both cores stay busy to the end of each stage (AQE would
-        # otherwise coalesce the rollup's shuffle into 3 partitions, and the scan packs 7 splits)
-        .config("spark.sql.adaptive.advisoryPartitionSizeInBytes", "16m")
-        .config("spark.sql.files.maxPartitionBytes", "16m")
-        # a batch job: the throughput collector, not G1 (measured 10M: 15 % less CPU, 3 s less wall)
-        .config("spark.driver.extraJavaOptions", "-XX:+UseParallelGC")
+        # the DAGs' launch settings (small splits and partitions for local[2], the throughput GC)
+        .config(map=PERFORMANCE_CONF)
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .getOrCreate()
