@@ -4,8 +4,8 @@ The calling thread consumes (partitions assigned explicitly, no consumer group o
 stream into per-partition chunks; decoding and Parquet writing of a chunk run on a staging thread
 (``stage_batch``; the native decoder and pyarrow's writer release the GIL), which leaves temp files;
 the calling thread commits chunks strictly in the order it cut them, so a partition's landed offsets
-never have holes. See ``landing_zone`` for the crash
-protocol and ``docs/telemetry-landing.md`` for the layout.
+never have holes. See ``landing_zone`` for the crash protocol and ``docs/telemetry-landing.md`` for
+the layout.
 """
 
 from __future__ import annotations
