@@ -723,10 +723,9 @@ def _typed_array(values: list[Any], arrow_type: pa.DataType) -> pa.Array:
     return pa.array(values, type=arrow_type)
 
 
-def _nanos_or_null(values: Sequence[int] | np.ndarray, arrow_type: pa.DataType) -> pa.Array:
-    """OTLP uses 0 for "unset" times; those become nulls."""
-    nanos = np.asarray(values, dtype=np.uint64).astype(np.int64)
-    return pa.array(nanos, mask=nanos == 0).cast(arrow_type)
+def _nanos_or_null(values: Sequence[int], arrow_type: pa.DataType) -> pa.Array:
+    """OTLP's fixed64 times (Python ints, up to 2**64 - 1) as timestamps; 0 means "unset": null."""
+    return _timestamps(np.asarray(values, dtype=np.uint64).astype(np.int64), arrow_type, zero_is_null=True)
 
 
 # --------------------------------------------------------------------------------------------------
