@@ -18,8 +18,7 @@ from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOpe
 from airflow.sdk import Asset
 
 from airflow_provider_kip714.data_layout import Zone
-from spark_apps.kip714_common.session import PERFORMANCE_CONF
-from spark_apps.package import application_args, application_path, build_common_zip
+from spark_apps.package import PERFORMANCE_CONF, application_args, application_path, build_common_zip
 
 SPARK_CONN_ID = "spark_default"
 SPARK_CONF = {

@@ -167,7 +167,8 @@ def main() -> int:
     data_dir = Path(args.data)
     landings = {size: ensure_landing(data_dir, size) for size in sizes}
 
-    from kip714_common.session import PERFORMANCE_CONF, configure
+    from kip714_common.session import configure
+    from package import PERFORMANCE_CONF
     from pyspark.sql import SparkSession
     from pyspark.sql import functions as F
 

@@ -15,17 +15,6 @@ REQUIRED_CONF = {
 }
 
 
-# Launch-time settings (spark-submit --conf; the DAGs and bench_rollups both use them), measured on
-# local[2] at 10M points: small splits and shuffle partitions keep both cores busy to the end of each
-# stage, and the throughput collector suits these batch jobs (15 % less JVM CPU than G1).
-PERFORMANCE_CONF = {
-    "spark.sql.adaptive.advisoryPartitionSizeInBytes": "16m",
-    "spark.sql.files.maxPartitionBytes": "16m",
-    "spark.driver.extraJavaOptions": "-XX:+UseParallelGC",
-    "spark.executor.extraJavaOptions": "-XX:+UseParallelGC",
-}
-
-
 def get_session(app_name: str) -> SparkSession:
     """The active session (spark-submit made it) or a new one, with ``REQUIRED_CONF`` applied."""
     spark = SparkSession.builder.appName(app_name).getOrCreate()
