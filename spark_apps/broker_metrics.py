@@ -215,7 +215,7 @@ def run(argv: Sequence[str] | None = None, spark: SparkSession | None = None) ->
     points = read_datapoints(spark, common.input, common.read_start, interval.end, common.metric_aliases)
     broker_points = points.where(F.col("record_type") == "broker")
     rolled = rollup_points(broker_points, interval, common.read_start, keep_buckets=True).persist()
-    clients = per_client(rolled, client_identities(points), namespace).persist()
+    clients = per_client(rolled, client_identities(points.frame), namespace).persist()
     write_table(clients, common.output, "broker_client_metrics", interval)
     write_table(per_broker(rolled, clients, namespace), common.output, "broker_metrics", interval)
     rolled.unpersist()

@@ -52,8 +52,12 @@ def _own_elapsed_ns() -> Column:
     )
 
 
-def with_increments(points: DataFrame, view_start_ns: int) -> DataFrame:
-    """Add ``increment``, ``elapsed_ns``, ``is_reset``, ``inc_count``, ``inc_sum``, ``inc_bucket_counts``."""
+def with_increments(points: DataFrame, view_start_ns: int, any_cumulative: bool = True) -> DataFrame:
+    """Add ``increment``, ``elapsed_ns``, ``is_reset``, ``inc_count``, ``inc_sum``, ``inc_bucket_counts``.
+
+    ``any_cumulative=False`` (the caller knows no point is cumulative) leaves the ordered-series branch
+    empty, so Spark plans no scan, shuffle or sort for it.
+    """
     points = with_histogram_buckets(points).withColumn(
         "series_node", F.when(F.col("record_type") == "broker", F.col("broker_node_id"))
     )
@@ -73,7 +77,7 @@ def with_increments(points: DataFrame, view_start_ns: int) -> DataFrame:
     series = Window.partitionBy(*SERIES_COLUMNS).orderBy("time_ns")
     level = F.when(_is_histogram(), F.col("count").cast("double")).otherwise(F.col("point_value"))
     cumulative = (
-        points.where(_is_cumulative())
+        points.where(_is_cumulative() if any_cumulative else F.lit(False))
         .withColumn("_level", level)
         .withColumns(
             {

@@ -8,7 +8,8 @@ Adds the columns the apps compute on: ``ts``/``start_ts`` (Spark timestamps), ``
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from kip714_common.errors import SparkAppInputError
@@ -28,6 +29,38 @@ STRING_MAP_ENTRIES = ArrayType(
     StructType([StructField("key", StringType(), False), StructField("value", StringType())])
 )
 """``map_entries`` of a ``STRING_MAP`` (labels, resource attributes)."""
+
+
+SERIES_ID_SEED = 714
+PointKind = tuple[str | None, str | None]
+"""(metric_type, temporality) of a data point, as landed."""
+
+
+@dataclass(frozen=True)
+class LandedPoints:
+    """Normalised data points of one read, with the point kinds present in them.
+
+    The kinds come free with the pass that normalises names (``normalise``). Knowing them lets the rollup
+    leave out its cumulative-counter and histogram branches when no point needs them; each would
+    otherwise scan the whole interval again only to find nothing (about 3 s of 20 at 10M points).
+    """
+
+    frame: DataFrame
+    kinds: frozenset[PointKind]
+    series: DataFrame
+    """One row per ``series_id``: metric_name, source_metric_name, metric_type, temporality,
+    attributes_key, attributes (the strings the rollup joins back after aggregating)."""
+
+    def where(self, condition: Column) -> LandedPoints:
+        """The points matching ``condition``; the kinds stay a superset, which is always safe."""
+        return LandedPoints(self.frame.where(condition), self.kinds, self.series)
+
+    def has_any(self, metric_types: Collection[str], temporality: str | None = None) -> bool:
+        """Whether any point is of one of ``metric_types`` (and of ``temporality``, when given)."""
+        return any(
+            kind in metric_types and (temporality is None or point_temporality == temporality)
+            for kind, point_temporality in self.kinds
+        )
 
 
 def path_exists(spark: SparkSession, path: str) -> bool:
@@ -63,7 +96,7 @@ def read_datapoints(
     start: datetime,
     end: datetime,
     metric_aliases: Mapping[str, str] | None = None,
-) -> DataFrame:
+) -> LandedPoints:
     """Data points with ``start <= time < end``, normalised (see module docstring)."""
     root = f"{input_root}/{DATAPOINTS_DIR}"
     if not path_exists(spark, root):
@@ -78,41 +111,40 @@ def read_datapoints(
     return normalise(raw, metric_aliases)
 
 
-def normalise(raw: DataFrame, metric_aliases: Mapping[str, str] | None = None) -> DataFrame:
+def normalise(raw: DataFrame, metric_aliases: Mapping[str, str] | None = None) -> LandedPoints:
     """Add the computed columns to rows in ``DATAPOINT_SCHEMA`` form.
 
-    Names and labels are normalised once per distinct (metric name, label set) of ``raw``, a small table
-    broadcast back onto the points: per point, the string functions and label lambdas cost several times
-    more than the rest of the rollup.
+    Names and labels are normalised once per distinct series of ``raw`` (metric name, label set, type,
+    temporality), a small cached table broadcast back onto the points: per point, the string functions
+    and label lambdas cost several times more than the rest of the rollup. The same table gives every
+    point a ``series_id`` (see ``series_table``) and tells which point kinds the read holds.
     """
-    aliases = {**METRIC_NAME_ALIASES, **(metric_aliases or {})}
     entries = F.when(F.size("attributes") > 0, F.map_entries("attributes"))  # null: no labels (most points)
-    series = raw.select(F.col("metric_name").alias("_source_name"), entries.alias("_entries")).distinct()
-    labels = F.when(F.col("_entries").isNull(), F.create_map().cast(STRING_MAP)).otherwise(
-        labels_from_entries_column(F.col("_entries"))
-    )
-    names = series.select(
-        "_source_name",
-        "_entries",
-        metric_name_column(F.col("_source_name"), aliases).alias("_metric_name"),
-        labels.alias("_labels"),
-        labels_key_column(labels).alias("_attributes_key"),
-    )
+    typed = raw.select(
+        F.col("metric_name").alias("_source_name"),
+        entries.alias("_entries"),
+        F.col("metric_type").alias("_kind"),
+        F.col("temporality").alias("_temporality"),
+    ).distinct()
+    names, kinds = series_table(typed, {**METRIC_NAME_ALIASES, **(metric_aliases or {})})
     keyed = raw.withColumn("_point_entries", entries)
     joined = keyed.join(
         F.broadcast(names),
         keyed["metric_name"].eqNullSafe(names["_source_name"])
-        & keyed["_point_entries"].eqNullSafe(names["_entries"]),
+        & keyed["_point_entries"].eqNullSafe(names["_entries"])
+        & keyed["metric_type"].eqNullSafe(names["_kind"])
+        & keyed["temporality"].eqNullSafe(names["_temporality"]),
         "left",
     )
     kept = [keyed[c] for c in raw.columns if c not in ("metric_name", "attributes", "cluster_id")]
-    return joined.select(
+    frame = joined.select(
         *kept,
         keyed["metric_name"].alias("source_metric_name"),
         keyed["attributes"].alias("source_attributes"),
         names["_metric_name"].alias("metric_name"),
         names["_labels"].alias("attributes"),
         names["_attributes_key"].alias("attributes_key"),
+        names["series_id"],
         keyed["time"].alias("time_ns"),
         keyed["start_time"].alias("start_ns"),
         F.timestamp_micros(F.floor(keyed["time"] / 1000)).alias("ts"),
@@ -123,3 +155,46 @@ def normalise(raw: DataFrame, metric_aliases: Mapping[str, str] | None = None) -
         ),
         F.coalesce(keyed["cluster_id"], keyed["resource_attributes"]["cluster_id"]).alias("cluster_id"),
     )
+    series = names.select(
+        "series_id",
+        F.col("_metric_name").alias("metric_name"),
+        F.col("_source_name").alias("source_metric_name"),
+        F.col("_kind").alias("metric_type"),
+        F.col("_temporality").alias("temporality"),
+        F.col("_attributes_key").alias("attributes_key"),
+        F.col("_labels").alias("attributes"),
+    ).dropDuplicates(["series_id"])
+    return LandedPoints(frame, kinds, series)
+
+
+def series_table(typed: DataFrame, aliases: Mapping[str, str]) -> tuple[DataFrame, frozenset[PointKind]]:
+    """Normalised names, labels and ``series_id`` per distinct (name, labels, type, temporality); kinds.
+
+    ``series_id`` stands for (source name, normalised labels, type, temporality), which decides the
+    normalised name too: the rollup groups points by this one long instead of five strings, and joins
+    the strings back once per rollup row. It is a 64-bit hash; the table is checked for collisions, and
+    on the (astronomically unlikely) collision the next seed is used.
+    """
+    labels = F.when(F.col("_entries").isNull(), F.create_map().cast(STRING_MAP)).otherwise(
+        labels_from_entries_column(F.col("_entries"))
+    )
+    described = typed.select(
+        "_source_name",
+        "_entries",
+        "_kind",
+        "_temporality",
+        metric_name_column(F.col("_source_name"), aliases).alias("_metric_name"),
+        labels.alias("_labels"),
+        labels_key_column(labels).alias("_attributes_key"),
+    ).cache()
+    identity = [F.col(c) for c in ("_source_name", "_attributes_key", "_kind", "_temporality")]
+    for seed in range(SERIES_ID_SEED, SERIES_ID_SEED + 16):
+        table = described.withColumn("series_id", F.xxhash64(F.lit(seed), *identity))
+        ids, series, kinds = table.agg(
+            F.count_distinct("series_id"),
+            F.count_distinct(F.struct(*identity)),
+            F.collect_set(F.struct("_kind", "_temporality")),
+        ).first()  # type: ignore[misc]
+        if ids == series:
+            return table, frozenset((kind[0], kind[1]) for kind in kinds)
+    raise RuntimeError(f"series_id: 16 seeds from {SERIES_ID_SEED} all collide; report this")

@@ -14,8 +14,8 @@ from datetime import datetime
 from kip714_common.cli import Interval
 from kip714_common.counters import HISTOGRAM_TYPES, with_increments
 from kip714_common.histograms import merged_counts_expression, percentile_expression
-from kip714_common.landing import STRING_MAP_ENTRIES, epoch_nanos
-from kip714_common.schemas import CLIENT_IDENTITY_COLUMNS, ROLLUP_SCHEMA, STRING_MAP
+from kip714_common.landing import STRING_MAP_ENTRIES, LandedPoints, epoch_nanos
+from kip714_common.schemas import CLIENT_IDENTITY_COLUMNS, ROLLUP_SCHEMA
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
@@ -25,16 +25,14 @@ GROUP_COLUMNS = (
     "record_type",
     *CLIENT_IDENTITY_COLUMNS,
     "series_node",
-    "metric_name",
-    "metric_type",
-    "temporality",
-    "attributes_key",
+    "series_id",
 )
+"""A rollup row: bucket x client instance (with its broker-added labels) x broker x series, where
+``series_id`` stands for metric name, type, temporality and normalised labels (``landing.series_table``)."""
 DESCRIPTIVE_KEYS = (
     "listener",
     "cluster_id",
     "metric_unit",
-    "source_metric_name",
     "_resource_entries",
 )
 """Constant along a series in practice; grouping by them keeps aggregation buffers fixed-width."""
@@ -59,7 +57,7 @@ def _summary_quantile(quantile: float) -> Column:
 
 
 def rollup_points(
-    points: DataFrame, interval: Interval, read_start: datetime, keep_buckets: bool = False
+    points: LandedPoints, interval: Interval, read_start: datetime, keep_buckets: bool = False
 ) -> DataFrame:
     """Roll normalised points read over ``[read_start, end)`` up into ``ROLLUP_SCHEMA`` rows of ``interval``.
 
@@ -68,11 +66,13 @@ def rollup_points(
     With ``keep_buckets`` the merged histogram buckets stay as ``merged_counts``/``merged_bounds`` so a
     caller can merge again across labels (the broker-metrics app does, per broker).
     """
-    increments = with_increments(points, epoch_nanos(read_start)).where(
+    any_cumulative = points.has_any(("sum", *HISTOGRAM_TYPES), "cumulative")
+    increments = with_increments(points.frame, epoch_nanos(read_start), any_cumulative).where(
         F.col("time_ns") >= epoch_nanos(interval.start)
     )
     bucket = interval.bucket_seconds
-    is_complex = F.col("metric_type").isin(*HISTOGRAM_TYPES, "summary")
+    complex_types = (*HISTOGRAM_TYPES, "summary")
+    is_complex = F.col("metric_type").isin(*complex_types)
     prepared = increments.withColumns(
         {
             "bucket_start": bucket_start_column(bucket),
@@ -101,7 +101,8 @@ def rollup_points(
     ]
     scalars = prepared.where(~is_complex).groupBy(*keys).agg(*scalar_aggregates)
     complex_rows = (
-        prepared.where(is_complex)
+        # an empty branch when no point is complex: the optimiser then drops it, scan included
+        prepared.where(is_complex if points.has_any(complex_types) else F.lit(False))
         .groupBy(*keys)
         .agg(
             *scalar_aggregates,
@@ -119,7 +120,10 @@ def rollup_points(
             }
         )
     )
-    aggregated = scalars.unionByName(complex_rows, allowMissingColumns=True)
+    # the series' strings, once per rollup row instead of once per point
+    aggregated = scalars.unionByName(complex_rows, allowMissingColumns=True).join(
+        F.broadcast(points.series), "series_id"
+    )
     kind = F.col("metric_type")
     histogram_count = F.when(kind == "summary", F.col("last.count")).otherwise(F.col("_histogram_count"))
     histogram_sum = F.when(kind == "summary", F.col("last.sum")).otherwise(F.col("_histogram_sum"))
@@ -153,10 +157,7 @@ def rollup_points(
         "metric_type": kind,
         "temporality": F.col("temporality"),
         "metric_unit": F.col("metric_unit"),
-        "attributes": F.coalesce(
-            F.from_json(F.nullif(F.col("attributes_key"), F.lit("")), STRING_MAP),
-            F.create_map().cast(STRING_MAP),
-        ),
+        "attributes": F.col("attributes"),
         "attributes_key": F.col("attributes_key"),
         "count": F.col("count"),
         "min": F.coalesce(F.col("_min_value"), F.col("_min_observed")),
