@@ -119,19 +119,23 @@ def normalise(raw: DataFrame, metric_aliases: Mapping[str, str] | None = None) -
     and label lambdas cost several times more than the rest of the rollup. The same table gives every
     point a ``series_id`` (see ``series_table``) and tells which point kinds the read holds.
     """
-    entries = F.when(F.size("attributes") > 0, F.map_entries("attributes"))  # null: no labels (most points)
+    # the label map as its key and value arrays: views of the map, where map_entries builds an array per point
     typed = raw.select(
         F.col("metric_name").alias("_source_name"),
-        entries.alias("_entries"),
+        F.map_keys("attributes").alias("_label_keys"),
+        F.map_values("attributes").alias("_label_values"),
         F.col("metric_type").alias("_kind"),
         F.col("temporality").alias("_temporality"),
     ).distinct()
     names, kinds = series_table(typed, {**METRIC_NAME_ALIASES, **(metric_aliases or {})})
-    keyed = raw.withColumn("_point_entries", entries)
+    keyed = raw.withColumns(
+        {"_point_label_keys": F.map_keys("attributes"), "_point_label_values": F.map_values("attributes")}
+    )
     joined = keyed.join(
         F.broadcast(names),
         keyed["metric_name"].eqNullSafe(names["_source_name"])
-        & keyed["_point_entries"].eqNullSafe(names["_entries"])
+        & keyed["_point_label_keys"].eqNullSafe(names["_label_keys"])
+        & keyed["_point_label_values"].eqNullSafe(names["_label_values"])
         & keyed["metric_type"].eqNullSafe(names["_kind"])
         & keyed["temporality"].eqNullSafe(names["_temporality"]),
         "left",
@@ -175,12 +179,14 @@ def series_table(typed: DataFrame, aliases: Mapping[str, str]) -> tuple[DataFram
     the strings back once per rollup row. It is a 64-bit hash; the table is checked for collisions, and
     on the (astronomically unlikely) collision the next seed is used.
     """
-    labels = F.when(F.col("_entries").isNull(), F.create_map().cast(STRING_MAP)).otherwise(
-        labels_from_entries_column(F.col("_entries"))
-    )
+    entries = F.map_entries(F.map_from_arrays("_label_keys", "_label_values"))
+    labels = F.when(
+        F.coalesce(F.size("_label_keys"), F.lit(0)) <= 0, F.create_map().cast(STRING_MAP)
+    ).otherwise(labels_from_entries_column(entries))
     described = typed.select(
         "_source_name",
-        "_entries",
+        "_label_keys",
+        "_label_values",
         "_kind",
         "_temporality",
         metric_name_column(F.col("_source_name"), aliases).alias("_metric_name"),
