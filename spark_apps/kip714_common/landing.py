@@ -22,13 +22,8 @@ from kip714_common.names import (
 from kip714_common.schemas import DATAPOINT_SCHEMA, STRING_MAP
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import ArrayType, StringType, StructField, StructType
 
 DATAPOINTS_DIR = "datapoints"
-STRING_MAP_ENTRIES = ArrayType(
-    StructType([StructField("key", StringType(), False), StructField("value", StringType())])
-)
-"""``map_entries`` of a ``STRING_MAP`` (labels, resource attributes)."""
 
 
 SERIES_ID_SEED = 714

@@ -14,7 +14,7 @@ from datetime import datetime
 from kip714_common.cli import Interval
 from kip714_common.counters import HISTOGRAM_TYPES, with_increments
 from kip714_common.histograms import merged_counts_expression, percentile_expression
-from kip714_common.landing import STRING_MAP_ENTRIES, LandedPoints, epoch_nanos
+from kip714_common.landing import LandedPoints, epoch_nanos
 from kip714_common.schemas import CLIENT_IDENTITY_COLUMNS, ROLLUP_SCHEMA
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
@@ -33,7 +33,8 @@ DESCRIPTIVE_KEYS = (
     "listener",
     "cluster_id",
     "metric_unit",
-    "_resource_entries",
+    "_resource_keys",
+    "_resource_values",
 )
 """Constant along a series in practice; grouping by them keeps aggregation buffers fixed-width."""
 
@@ -76,9 +77,10 @@ def rollup_points(
     prepared = increments.withColumns(
         {
             "bucket_start": bucket_start_column(bucket),
-            # the map as its entries: groupable, and cheaper per point than JSON text
-            "_resource_entries": F.coalesce(
-                F.map_entries("resource_attributes"), F.array().cast(STRING_MAP_ENTRIES)
+            # the map as its key and value arrays: groupable, and views of the map (no array built per point)
+            "_resource_keys": F.coalesce(F.map_keys("resource_attributes"), F.array().cast("array<string>")),
+            "_resource_values": F.coalesce(
+                F.map_values("resource_attributes"), F.array().cast("array<string>")
             ),
         }
     )
@@ -151,7 +153,7 @@ def rollup_points(
         "listener": F.col("listener"),
         "broker_node_id": F.col("_broker_node_id"),
         "cluster_id": F.col("cluster_id"),
-        "resource_attributes": F.map_from_entries("_resource_entries"),
+        "resource_attributes": F.map_from_arrays("_resource_keys", "_resource_values"),
         "metric_name": F.col("metric_name"),
         "source_metric_name": F.col("source_metric_name"),
         "metric_type": kind,
