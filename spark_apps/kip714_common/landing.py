@@ -2,8 +2,10 @@
 
 Adds the columns the apps compute on: ``ts``/``start_ts`` (Spark timestamps), ``time_ns``/``start_ns``
 (exact epoch nanoseconds), ``point_value`` (double of value or value_int), normalised ``metric_name``
-(the original kept in ``source_metric_name``), normalised ``attributes`` and ``attributes_key``, and
-``broker_node_id``/``cluster_id`` filled from resource attributes for broker records.
+(the original kept in ``source_metric_name``), normalised ``attributes`` and ``attributes_key``,
+``series_id`` (``series_table``), and ``broker_node_id``/``cluster_id`` filled from resource attributes
+for broker records. ``read_datapoints`` returns them as ``LandedPoints``, with the series table and the
+point kinds the read holds.
 """
 
 from __future__ import annotations
