@@ -10,6 +10,8 @@ from pathlib import Path
 
 import anomalies
 import broker_metrics
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 import rollups
 from kip714_common.names import (
@@ -58,6 +60,19 @@ def test_every_output_table_is_written_in_its_schema_under_date_hour_partitions(
         written = spark.read.parquet(str(leaves[0]))
         assert [(f.name, f.dataType) for f in written.schema.fields] == _data_columns(table), table
         assert written.count() > 0, table
+
+    # how the files are encoded (outputs.plain_encoding_options, session.REQUIRED_CONF)
+    rollup_file = next((out / "rollups").glob("date=*/hour=*/*.parquet"))
+    parquet = pq.ParquetFile(rollup_file)
+    arrow = parquet.schema_arrow
+    assert arrow.field("bucket_start").type == pa.timestamp("us", tz="UTC")  # not INT96
+    assert arrow.field("first_time").type == pa.timestamp("us", tz="UTC")
+    columns = parquet.metadata.row_group(0)
+    by_name = {columns.column(i).path_in_schema: columns.column(i) for i in range(columns.num_columns)}
+    assert not by_name["avg"].has_dictionary_page  # measured values: plain
+    assert not by_name["first_time"].has_dictionary_page
+    assert by_name["metric_name"].has_dictionary_page  # repeated strings keep their dictionary
+    assert by_name["bucket_start"].has_dictionary_page
 
 
 def test_python_and_spark_normalisation_agree(spark):

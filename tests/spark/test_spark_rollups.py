@@ -92,3 +92,49 @@ def test_rerunning_an_interval_replaces_its_partitions(spark, tmp_path):
     assert frame.count() == 2 * 3 * 2 * 60  # both hours, each once
     keys = ["bucket_start", "client_instance_id", "metric_name", "attributes_key"]
     assert frame.groupBy(*keys).count().where(F.col("count") > 1).count() == 0
+
+
+def _rollup_plan(spark, landing: Path, start: str, end: str):  # type: ignore[no-untyped-def]
+    """The point kinds a read found, the optimised plan of its rollup as Spark prints it, and how many
+    times that plan scans the landing zone (file relations among its leaves; the cached names table is
+    a leaf of its own)."""
+    from kip714_common.cli import base_parser, parse_common
+    from kip714_common.landing import read_datapoints
+    from kip714_common.rollup import rollup_points
+
+    argv = ["--input", str(landing), "--output", "unused", "--start", start, "--end", end]
+    _, common = parse_common(base_parser("plan"), argv)
+    points = read_datapoints(spark, common.input, common.read_start, common.interval.end)
+    frame = rollup_points(points, common.interval, common.read_start)
+    plan = frame._jdf.queryExecution().optimizedPlan()
+    leaves = plan.collectLeaves()
+    scans = sum(
+        1 for i in range(leaves.size()) if leaves.apply(i).getClass().getSimpleName() == "LogicalRelation"
+    )
+    return points.kinds, plan.toString(), scans
+
+
+def test_rollup_plans_the_counter_and_histogram_branches_only_for_reads_that_need_them(spark, tmp_path):
+    scenarios.write_label_scenario(str(tmp_path / "gauges"))
+    kinds, plan, scans = _rollup_plan(
+        spark, tmp_path / "gauges", "2026-01-31T13:00:00Z", "2026-01-31T13:02:00Z"
+    )
+    assert kinds == {("gauge", None)}
+    assert "Window" not in plan  # no ordered-series branch
+    assert scans == 1  # the points, once
+
+    scenarios.write_counter_scenario(str(tmp_path / "counters"))
+    kinds, plan, scans = _rollup_plan(
+        spark, tmp_path / "counters", "2026-01-31T13:00:00Z", "2026-01-31T14:00:00Z"
+    )
+    assert ("sum", "cumulative") in kinds
+    assert "Window" in plan
+    assert scans == 2  # plain points and cumulative series
+
+    scenarios.write_histogram_scenario(str(tmp_path / "histograms"))
+    kinds, plan, scans = _rollup_plan(
+        spark, tmp_path / "histograms", "2026-01-31T13:00:00Z", "2026-01-31T13:01:00Z"
+    )
+    assert any(kind == "histogram" for kind, _ in kinds)
+    cumulative = any(temporality == "cumulative" for _, temporality in kinds)
+    assert scans == 2 + cumulative  # plain, histogram and (if any) cumulative branches each read the points
