@@ -9,6 +9,7 @@ import sys
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 from telemetry_helpers import (
@@ -139,6 +140,25 @@ def test_sigkill_mid_landing_then_rerun_has_no_duplicates_or_gaps(
     assert not [path for path in out.rglob("*") if path.name.startswith(".tmp-")]
 
 
+def _wait_for_last_stable_offset(
+    config: dict[str, Any], topic: str, at_least: int, timeout_s: float = 30
+) -> None:
+    """Wait until partition 0's end offset, as a read_committed consumer sees it, reaches ``at_least``."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer({**config, "group.id": f"lso-{topic}", "isolation.level": "read_committed"})
+    try:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            _, end = consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=10, cached=False)
+            if end >= at_least:
+                return
+            assert time.monotonic() < deadline, f"{topic}: last stable offset still {end} after {timeout_s} s"
+            time.sleep(0.1)
+    finally:
+        consumer.close()
+
+
 def test_bounded_run_ends_when_the_log_ends_with_transaction_markers(
     kafka_cluster: LocalKafkaCluster, tmp_path: Path
 ) -> None:
@@ -152,6 +172,10 @@ def test_bounded_run_ends_when_the_log_ends_with_transaction_markers(
     for partition, value, headers in good_records(5, partitions=1, points=2):
         producer.produce(topic, value=value, headers=headers, partition=partition)
     producer.commit_transaction(30)  # the log's last offset is now a commit marker, never delivered
+    # commit_transaction returns once the coordinator has decided; the broker writes the partition's
+    # marker just after. Until then a read_committed reader (librdkafka's default, landing's too) sees
+    # the last stable offset at 0, and a bounded run rightly lands nothing.
+    _wait_for_last_stable_offset(config, topic, at_least=6)
 
     result = land_topic(config, topic, tmp_path / "zone", fsync=False, timeout_s=120)
     assert result.stop_reason == "reached the end offsets read at the start"
