@@ -1,10 +1,10 @@
 """Writing output tables: Parquet partitioned by ``date``/``hour``, rerun-safe, with a printed summary.
 
 A run owns the date/hour partitions of its interval: it first removes them, then writes them (one hour:
-its folder directly; several: with dynamic partition overwrite). A rerun of the same interval (a retry, a backfill) therefore leaves exactly one copy,
-and an hour where the rerun finds nothing (say, no anomaly any more) is emptied too. Intervals that do not
-start and end on whole hours still own the whole hours they touch: give troubleshooting windows their
-own ``--output``.
+its folder directly; several: with dynamic partition overwrite). A rerun of the same interval (a retry,
+a backfill) therefore leaves exactly one copy, and an hour where the rerun finds nothing (say, no anomaly
+any more) is emptied too. Intervals that do not start and end on whole hours still own the whole hours
+they touch: give troubleshooting windows their own ``--output``.
 """
 
 from __future__ import annotations
