@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from plugin_topic import wait_for
 from telemetry_helpers import (
     create_topic,
     good_records,
@@ -140,21 +141,18 @@ def test_sigkill_mid_landing_then_rerun_has_no_duplicates_or_gaps(
     assert not [path for path in out.rglob("*") if path.name.startswith(".tmp-")]
 
 
-def _wait_for_last_stable_offset(
-    config: dict[str, Any], topic: str, at_least: int, timeout_s: float = 30
-) -> None:
+def _wait_for_last_stable_offset(config: dict[str, Any], topic: str, at_least: int) -> None:
     """Wait until partition 0's end offset, as a read_committed consumer sees it, reaches ``at_least``."""
     from confluent_kafka import Consumer, TopicPartition
 
     consumer = Consumer({**config, "group.id": f"lso-{topic}", "isolation.level": "read_committed"})
+    partition = TopicPartition(topic, 0)
     try:
-        deadline = time.monotonic() + timeout_s
-        while True:
-            _, end = consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=10, cached=False)
-            if end >= at_least:
-                return
-            assert time.monotonic() < deadline, f"{topic}: last stable offset still {end} after {timeout_s} s"
-            time.sleep(0.1)
+        wait_for(
+            lambda: consumer.get_watermark_offsets(partition, timeout=10, cached=False)[1] >= at_least,
+            timeout_s=30,
+            what=f"{topic}'s last stable offset to reach {at_least}",
+        )
     finally:
         consumer.close()
 
