@@ -63,15 +63,15 @@ def make_client(index: int, flavour: str = LIBRDKAFKA, client_id: str | None = N
     )
 
 
-def _map_array(entries: Mapping[str, str], rows: int) -> pa.Array:
-    """``rows`` copies of one string map, built from offsets (fast for millions of rows)."""
+def _map_array(entries: Mapping[str, str | None], rows: int) -> pa.Array:
+    """``rows`` copies of one string map, built from offsets (fast for millions of rows); None stays null."""
     keys = list(entries)
     width = len(keys)
     offsets = pa.array(np.arange(rows + 1, dtype=np.int32) * width)
     return pa.MapArray.from_arrays(
         offsets,
         pa.array(keys * rows, pa.string()),
-        pa.array([str(entries[k]) for k in keys] * rows, pa.string()),
+        pa.array([None if entries[k] is None else str(entries[k]) for k in keys] * rows, pa.string()),
         type=DATAPOINT_SCHEMA.field("attributes").type,
     )
 
@@ -87,7 +87,7 @@ def series_table(
     metric_name: str,
     metric_type: str,
     temporality: str | None,
-    attributes: Mapping[str, str],
+    attributes: Mapping[str, str | None],
     times_ns: np.ndarray,
     values: np.ndarray,
     start_ns: np.ndarray | None = None,

@@ -104,6 +104,23 @@ def write_label_scenario(root: str) -> tuple[SyntheticClient, SyntheticClient]:
     return rdkafka, java
 
 
+def write_null_label_scenario(root: str) -> SyntheticClient:
+    """One client, two series of one metric whose label sets differ only in which value is null.
+
+    Hashes skip nulls, so the two land on the same raw-series hash under every seed: the read must
+    notice and join points on the whole series instead. Values: 1.0 for ``{"a": null, "b": "x"}``,
+    2.0 for ``{"a": "x", "b": null}``.
+    """
+    writer = LandingWriter(root)
+    start = DAY.replace(hour=13)
+    times = push_times(start, start + timedelta(minutes=1))[None, :]
+    client = make_client(13, LIBRDKAFKA)
+    name = "org.apache.kafka.producer.node.request.latency.avg"
+    for labels, value in (({"a": None, "b": "x"}, 1.0), ({"a": "x", "b": None}, 2.0)):
+        writer.write(series_table([client], name, "gauge", None, labels, times, np.full(times.shape, value)))
+    return client
+
+
 @dataclass(frozen=True)
 class CounterScenario:
     restarting: SyntheticClient

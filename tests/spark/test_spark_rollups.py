@@ -65,6 +65,33 @@ def test_librdkafka_and_java_labels_land_on_one_normalised_series(spark, tmp_pat
     assert by_client[java.instance_id]["client_source_address"] == java.source_address
 
 
+def test_series_table_joins_points_by_raw_key_unless_nulls_make_keys_collide(spark):
+    from kip714_common.landing import SERIES_ID_SEED, series_table
+
+    schema = "_source_name string, _label_keys array<string>, _label_values array<string>, _kind string, "
+    schema += "_temporality string"
+    plain = [("m", ["a"], ["x"], "gauge", None), ("m", [], [], "sum", "delta")]
+    null_swapped = [
+        ("m", ["a", "b"], [None, "x"], "gauge", None),
+        ("m", ["a", "b"], ["x", None], "gauge", None),
+    ]
+
+    assert series_table(spark.createDataFrame(plain, schema), {}).raw_seed == SERIES_ID_SEED
+    table = series_table(spark.createDataFrame(plain + null_swapped, schema), {})
+    assert table.raw_seed is None  # every seed collides: points are joined on the whole series
+    assert table.names.select("series_id").distinct().count() == 4
+
+
+def test_label_sets_differing_only_in_a_null_value_stay_two_series(spark, tmp_path):
+    client = scenarios.write_null_label_scenario(str(tmp_path / "landing"))
+    _run(tmp_path / "landing", tmp_path / "out", "2026-01-31T13:00:00Z", "2026-01-31T13:01:00Z", spark)
+    rows = spark.read.parquet(str(tmp_path / "out" / "rollups")).collect()
+
+    assert {r["client_instance_id"] for r in rows} == {client.instance_id}
+    by_key = {r["attributes_key"]: (r["count"], r["avg"]) for r in rows}
+    assert by_key == {'{"a":null,"b":"x"}': (6, 1.0), '{"a":"x","b":null}': (6, 2.0)}
+
+
 def test_histogram_percentiles_are_interpolated_from_merged_buckets(spark, tmp_path):
     scenarios.write_histogram_scenario(str(tmp_path / "landing"))
     _run(tmp_path / "landing", tmp_path / "out", "2026-01-31T13:00:00Z", "2026-01-31T13:01:00Z", spark)
