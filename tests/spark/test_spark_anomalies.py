@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import anomalies
@@ -113,3 +114,51 @@ def test_anomalies_from_landing_need_no_rollups_table(spark, tmp_path):
     )
     (found,) = spark.read.parquet(str(tmp_path / "out" / "anomalies")).collect()
     assert (found["client_instance_id"], found["duration_seconds"]) == (scenario.anomalous.instance_id, 300)
+
+
+def test_every_static_rule_a_rollup_row_matches_judges_it(spark, tmp_path):
+    scenario = scenarios.write_anomaly_scenario(str(tmp_path / "landing"))
+    metric = "org.apache.kafka.producer.record.queue.time.max"
+    rules = [
+        {"name": "queue-any", "metric": metric, "field": "max", "comparison": ">", "threshold": 5000},
+        {
+            "name": "queue-orders",
+            "metric": metric,
+            "field": "avg",
+            "comparison": ">",
+            "threshold": 7000,
+            "for_seconds": 60,
+            "match": {"client_id": "orders-.*"},
+        },
+        {
+            "name": "queue-nobody",
+            "metric": metric,
+            "field": "max",
+            "comparison": ">",
+            "threshold": 1,
+            "match": {"client_id": "nobody"},
+        },
+    ]
+    (tmp_path / "rules.json").write_text(json.dumps({"rules": rules}))
+    anomalies.run(
+        [
+            *("--input", str(tmp_path / "landing"), "--output", str(tmp_path / "out")),
+            *(
+                "--start",
+                "2026-01-31T14:00:00Z",
+                "--end",
+                "2026-01-31T15:00:00Z",
+                "--rollups-source",
+                "landing",
+            ),
+            *("--rules", str(tmp_path / "rules.json"), "--history", "0s", "--no-baselines"),
+        ],
+        spark,
+    )
+    found = spark.read.parquet(str(tmp_path / "out" / "anomalies")).collect()
+    by_rule = {row["rule_name"]: row for row in found}
+    assert set(by_rule) == {"queue-any", "queue-orders"}  # one rollup row, two rules; the third never matches
+    assert {row["client_instance_id"] for row in found} == {scenario.anomalous.instance_id}
+    assert (by_rule["queue-any"]["field"], by_rule["queue-orders"]["field"]) == ("max", "avg")
+    assert by_rule["queue-orders"]["threshold"] == 7000
+    assert by_rule["queue-any"]["duration_seconds"] == by_rule["queue-orders"]["duration_seconds"] == 300
