@@ -183,7 +183,7 @@ def static_candidates(current: DataFrame, rules: list[StaticRule]) -> DataFrame 
     """Candidate rows of every static rule, from one scan of the rollups (None without rules).
 
     A rollup row becomes one candidate per rule it matches: one scan instead of one per rule (the default
-    rules: 0.9 s -> 0.4 s over 1.67M rollup rows).
+    rules over 1.67M rollup rows: the app in 1.55 s instead of 2.0 s).
     """
     if not rules:
         return None
