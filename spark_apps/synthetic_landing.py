@@ -93,7 +93,7 @@ def series_table(
     start_ns: np.ndarray | None = None,
     *,
     record_type: str = "client",
-    broker_node_id: int = 1,
+    broker_node_id: int | None = 1,
     cluster_id: str = "synthetic-cluster",
     resource_attributes: Mapping[str, str] | None = None,
     push_interval_ms: int = 10_000,

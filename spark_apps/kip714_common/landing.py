@@ -151,7 +151,8 @@ def normalise(raw: DataFrame, metric_aliases: Mapping[str, str] | None = None) -
         F.timestamp_micros(F.floor(keyed["time"] / 1000)).alias("ts"),
         F.timestamp_micros(F.floor(keyed["start_time"] / 1000)).alias("start_ts"),
         F.coalesce(keyed["value"], keyed["value_int"].cast("double")).alias("point_value"),
-        F.coalesce(keyed["node_id"], keyed["resource_attributes"]["node_id"].cast("int")).alias(
+        # try_cast: Spark 4 casts in ANSI mode, where a label like "node-1" would fail the whole run
+        F.coalesce(keyed["node_id"], keyed["resource_attributes"]["node_id"].try_cast("int")).alias(
             "broker_node_id"
         ),
         F.coalesce(keyed["cluster_id"], keyed["resource_attributes"]["cluster_id"]).alias("cluster_id"),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 import rollups
 from pyspark.sql import functions as F
@@ -90,6 +91,32 @@ def test_label_sets_differing_only_in_a_null_value_stay_two_series(spark, tmp_pa
     assert {r["client_instance_id"] for r in rows} == {client.instance_id}
     by_key = {r["attributes_key"]: (r["count"], r["avg"]) for r in rows}
     assert by_key == {'{"a":null,"b":"x"}': (6, 1.0), '{"a":"x","b":null}': (6, 2.0)}
+
+
+def test_broker_node_falls_back_to_a_numeric_resource_label_and_tolerates_any_other(spark, tmp_path):
+    from synthetic_landing import LandingWriter, series_table
+
+    writer = LandingWriter(str(tmp_path / "landing"))
+    times = scenarios.push_times(scenarios.DAY.replace(hour=13), scenarios.DAY.replace(hour=13, minute=1))
+    for node_label, value in (("3", 1.0), ("node-4", 2.0)):
+        writer.write(
+            series_table(
+                [None],
+                "kafka.server.client.metrics.plugin.export.count",
+                "sum",
+                "delta",
+                {},
+                times[None, :],
+                np.full((1, times.size), value),
+                record_type="broker",
+                broker_node_id=None,
+                resource_attributes={"node_id": node_label},
+            )
+        )
+    _run(tmp_path / "landing", tmp_path / "out", "2026-01-31T13:00:00Z", "2026-01-31T13:01:00Z", spark)
+    rows = spark.read.parquet(str(tmp_path / "out" / "rollups")).collect()
+
+    assert {r["sum"]: r["broker_node_id"] for r in rows} == {6.0: 3, 12.0: None}
 
 
 def test_histogram_percentiles_are_interpolated_from_merged_buckets(spark, tmp_path):
