@@ -46,12 +46,25 @@ _FIXED_TIME = (2020, 1, 1, 0, 0, 0)
 # throughput collector suits these batch jobs (15 % less JVM CPU than G1). An app generates about 90
 # classes; Spark keeps only 100 in its code cache, so a long-lived session (tests, notebooks, the
 # benchmark) recompiled evicted ones, and the JVM compiled their hot methods again (1.7 s of 17 s).
+# Class names without the codegen stage id: the id follows the order AQE plans stages in, so the same
+# code got a new name (a cache miss, and the JVM's compiled code thrown away) from one run to the next.
+# JIT_OPTIONS: see the constant.
+JIT_OPTIONS = (
+    "-XX:Tier4InvocationThreshold=50000 -XX:Tier4MinInvocationThreshold=6000 "
+    "-XX:Tier4CompileThreshold=150000 -XX:Tier4BackEdgeThreshold=200000"
+)
+"""The JVM's optimising compiler (C2) waits for ten times more calls than its default before compiling a
+method. A Spark app runs a few minutes and touches a huge code base (Parquet, Catalyst, Janino, Hadoop):
+with the defaults, C2 spent 15 s of CPU compiling lukewarm library code in a 17 s rollups + anomalies
+run at 10M points on 2 cores, a core taken from the tasks. Measured: the rollups app in a fresh
+spark-submit JVM 28-29 s -> 25-27 s, and in a warm session 17 s -> 15 s (``docs/benchmarks.md``)."""
 PERFORMANCE_CONF = {
     "spark.sql.codegen.cache.maxEntries": "1000",
+    "spark.sql.codegen.useIdInClassName": "false",
     "spark.sql.adaptive.advisoryPartitionSizeInBytes": "16m",
     "spark.sql.files.maxPartitionBytes": "16m",
-    "spark.driver.extraJavaOptions": "-XX:+UseParallelGC",
-    "spark.executor.extraJavaOptions": "-XX:+UseParallelGC",
+    "spark.driver.extraJavaOptions": f"-XX:+UseParallelGC {JIT_OPTIONS}",
+    "spark.executor.extraJavaOptions": f"-XX:+UseParallelGC {JIT_OPTIONS}",
 }
 
 
