@@ -35,7 +35,7 @@ PointKind = tuple[str | None, str | None]
 
 @dataclass(frozen=True)
 class LandedPoints:
-    """Normalised data points of one read, with the point kinds present in them.
+    """Normalised data points of one read, with the point kinds present in them (or a superset).
 
     The kinds come free with the pass that normalises names (``normalise``). Knowing them lets the rollup
     leave out its cumulative-counter and histogram branches when no point needs them; each would
@@ -98,26 +98,29 @@ def read_datapoints(
     root = f"{input_root}/{DATAPOINTS_DIR}"
     if not path_exists(spark, root):
         raise SparkAppInputError("--input", f"must be a landing zone root holding {DATAPOINTS_DIR}/", root)
-    raw = (
-        spark.read.schema(DATAPOINT_SCHEMA)
-        .option("basePath", root)
-        .parquet(root)
-        .where(hour_partition_filter(start, end))
-        .where((F.col("time") >= epoch_nanos(start)) & (F.col("time") < epoch_nanos(end)))
-    )
-    return normalise(raw, metric_aliases)
+    hours = spark.read.schema(DATAPOINT_SCHEMA).option("basePath", root).parquet(root)
+    hours = hours.where(hour_partition_filter(start, end))
+    raw = hours.where((F.col("time") >= epoch_nanos(start)) & (F.col("time") < epoch_nanos(end)))
+    # the series of the whole hours: a superset, which is always safe, read without the time column
+    return normalise(raw, metric_aliases, series_source=hours)
 
 
-def normalise(raw: DataFrame, metric_aliases: Mapping[str, str] | None = None) -> LandedPoints:
+def normalise(
+    raw: DataFrame, metric_aliases: Mapping[str, str] | None = None, series_source: DataFrame | None = None
+) -> LandedPoints:
     """Add the computed columns to rows in ``DATAPOINT_SCHEMA`` form.
 
-    Names and labels are normalised once per distinct series of ``raw`` (metric name, label set, type,
-    temporality), a small cached table broadcast back onto the points: per point, the string functions
-    and label lambdas cost several times more than the rest of the rollup. The same table gives every
-    point a ``series_id`` (see ``series_table``) and tells which point kinds the read holds.
+    Names and labels are normalised once per distinct series of ``series_source`` (``raw`` itself by
+    default, else a superset of its rows: metric name, label set, type, temporality), a small cached
+    table broadcast back onto the points: per point, the string functions and label lambdas cost several
+    times more than the rest of the rollup. The same table gives every point a ``series_id`` (see
+    ``series_table``) and tells which point kinds the read may hold.
     """
+    source = raw if series_source is None else series_source
     # the label map as its key and value arrays: views of the map, where map_entries builds an array per point
-    typed = raw.select(*[column.alias(name) for name, column in _raw_series_columns(raw).items()]).distinct()
+    typed = source.select(
+        *[column.alias(name) for name, column in _raw_series_columns(source).items()]
+    ).distinct()
     table = series_table(typed, {**METRIC_NAME_ALIASES, **(metric_aliases or {})})
     names = table.names
     if table.raw_seed is not None:
