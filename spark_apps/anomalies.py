@@ -386,7 +386,8 @@ def run(argv: Sequence[str] | None = None, spark: SparkSession | None = None) ->
     for table in ("thresholds", "anomalies"):
         summary.tables[table] = summarise_written(spark, common.output, table, interval)
     summary.print()
-    _print_anomalies(spark, common.output, interval)
+    if summary.tables["anomalies"]["rows"]:
+        _print_anomalies(spark, common.output, interval)
     return summary
 
 
