@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from functools import reduce
+from operator import and_
 
 from kip714_common.errors import SparkAppInputError
 from kip714_common.names import (
@@ -128,16 +130,8 @@ def normalise(
         keyed = raw.withColumn("_raw_key", raw_series_key(raw, table.raw_seed))
         condition = keyed["_raw_key"] == names["_raw_key"]
     else:
-        keyed = raw.withColumns(
-            {"_point_label_keys": F.map_keys("attributes"), "_point_label_values": F.map_values("attributes")}
-        )
-        condition = (
-            keyed["metric_name"].eqNullSafe(names["_source_name"])
-            & keyed["_point_label_keys"].eqNullSafe(names["_label_keys"])
-            & keyed["_point_label_values"].eqNullSafe(names["_label_values"])
-            & keyed["metric_type"].eqNullSafe(names["_kind"])
-            & keyed["temporality"].eqNullSafe(names["_temporality"])
-        )
+        keyed, point = raw, _raw_series_columns(raw)
+        condition = reduce(and_, [point[name].eqNullSafe(names[name]) for name in RAW_SERIES_COLUMNS])
     joined = keyed.join(F.broadcast(names), condition, "left")
     kept = [keyed[c] for c in raw.columns if c not in ("metric_name", "attributes", "cluster_id")]
     frame = joined.select(
@@ -171,6 +165,10 @@ def normalise(
     return LandedPoints(frame, table.kinds, series)
 
 
+RAW_SERIES_COLUMNS = ("_source_name", "_label_keys", "_label_values", "_kind", "_temporality")
+"""A series as landed, in the names table's column names and hashing order (``_raw_series_columns``)."""
+
+
 def _raw_series_columns(points: DataFrame) -> dict[str, Column]:
     """A point's series as landed, in the names table's column names.
 
@@ -188,7 +186,8 @@ def _raw_series_columns(points: DataFrame) -> dict[str, Column]:
 
 def raw_series_key(points: DataFrame, seed: int) -> Column:
     """64-bit hash of a point's series as landed: the same value for a point and its names-table row."""
-    return F.xxhash64(F.lit(seed), *_raw_series_columns(points).values())
+    point = _raw_series_columns(points)
+    return F.xxhash64(F.lit(seed), *[point[name] for name in RAW_SERIES_COLUMNS])
 
 
 @dataclass(frozen=True)
@@ -227,7 +226,7 @@ def series_table(typed: DataFrame, aliases: Mapping[str, str]) -> SeriesTable:
         labels_key_column(labels).alias("_attributes_key"),
     ).cache()
     identity = [F.col(c) for c in ("_source_name", "_attributes_key", "_kind", "_temporality")]
-    raw = [F.col(c) for c in ("_source_name", "_label_keys", "_label_values", "_kind", "_temporality")]
+    raw = [F.col(c) for c in RAW_SERIES_COLUMNS]
     series_count, row_count, kinds, series_ids, raw_keys = described.agg(
         F.count_distinct(F.struct(*identity)),
         F.count(F.lit(1)),
