@@ -30,7 +30,7 @@ $(CURDIR)/.tools/bin/uv:
 
 venv: $(UV)
 	@command -v cargo >/dev/null || { echo "make: the native OTLP decoder (native/) needs a Rust toolchain: install it with rustup (https://rustup.rs), then rerun" >&2; exit 1; }
-	$(UV) sync --frozen
+	$(UV) sync --frozen --extra native
 
 $(PLUGIN_JAR): broker_plugin/pom.xml $(shell find broker_plugin/src -type f 2>/dev/null)
 	mvn -q -B -f broker_plugin/pom.xml package
@@ -68,7 +68,7 @@ bench: install
 	@for b in bench/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
 
 airflow: install
-	$(BIN)/python -m airflow_provider_kip714.dev_airflow
+	$(BIN)/python -m kip714_dev.airflow_standalone
 
 clean:
 	rm -rf broker_plugin/target tests/java_client/target native/target .pytest_cache .ruff_cache

@@ -33,10 +33,6 @@ class ClientMetricsAdminError(Kip714Error):
     """The broker rejected a CLIENT_METRICS admin request."""
 
 
-class LocalKafkaError(Kip714Error):
-    """The local Apache Kafka could not be set up, started or stopped."""
-
-
 class TelemetryDecodeError(Kip714Error):
     """A telemetry record could not be decoded; its ``reason`` goes to quarantine."""
 

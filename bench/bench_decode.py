@@ -26,9 +26,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "unit"))
 
 from otlp_payloads import client_headers, producer_like_payload
 
-from airflow_provider_kip714 import otlp_native
-from airflow_provider_kip714.landing import PartitionBatch
-from airflow_provider_kip714.otlp_decoder import TopicRecord, decode_batch
+from airflow_provider_kip714.decoding import native as otlp_native
+from airflow_provider_kip714.decoding.decoder import TopicRecord, decode_batch
+from airflow_provider_kip714.telemetry.landing import PartitionBatch
 
 
 def baseline_loop(values: list[bytes]) -> int:

@@ -32,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "unit"))
 
 from otlp_payloads import client_headers, producer_like_payload
 
-from airflow_provider_kip714.landing import land_topic
+from airflow_provider_kip714.telemetry.landing import land_topic
 
 
 @contextlib.contextmanager
@@ -40,7 +40,7 @@ def broker(bootstrap: str | None) -> Iterator[str]:
     if bootstrap:
         yield bootstrap
         return
-    from airflow_provider_kip714.local_kafka.cluster_factory import LocalKafkaClusterFactory
+    from kip714_dev.local_kafka.cluster_factory import LocalKafkaClusterFactory
 
     with tempfile.TemporaryDirectory(prefix="kip714-bench-") as work:
         factory = LocalKafkaClusterFactory(Path(work))

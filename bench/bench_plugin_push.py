@@ -36,17 +36,17 @@ from pathlib import Path
 from typing import Final
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition, libversion
+from kip714_dev.local_kafka.cluster import LocalKafkaCluster
+from kip714_dev.local_kafka.cluster_factory import LocalKafkaClusterFactory
+from kip714_dev.local_kafka.plugin_jar import default_plugin_jar, repository_root
+from kip714_dev.telemetry_probe import TelemetryProbe
 from opentelemetry.proto.common.v1.common_pb2 import KeyValue
 from opentelemetry.proto.metrics.v1.metrics_pb2 import HistogramDataPoint, Metric, MetricsData
 
-from airflow_provider_kip714.client_metrics_admin import ClientMetricsAdmin
-from airflow_provider_kip714.kafka_python_config import to_kafka_python_kwargs
-from airflow_provider_kip714.local_kafka.cluster import LocalKafkaCluster
-from airflow_provider_kip714.local_kafka.cluster_factory import LocalKafkaClusterFactory
-from airflow_provider_kip714.local_kafka.plugin_jar import default_plugin_jar, repository_root
-from airflow_provider_kip714.subscription import Subscription, parse_match
-from airflow_provider_kip714.telemetry_probe import TelemetryProbe
-from airflow_provider_kip714.topic_contract import BrokerMetric, Header, RecordType
+from airflow_provider_kip714.contract.topic import BrokerMetric, Header, RecordType
+from airflow_provider_kip714.subscriptions.admin import ClientMetricsAdmin
+from airflow_provider_kip714.subscriptions.kafka_python_config import to_kafka_python_kwargs
+from airflow_provider_kip714.subscriptions.model import Subscription, parse_match
 
 CLIENT_ID_PREFIX: Final = "bench-"
 SUBSCRIPTION_NAME: Final = "bench-plugin-push"

@@ -35,7 +35,8 @@ os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
 import duckdb  # noqa: E402
-from synthetic_landing import generate_fleet  # noqa: E402
+
+from tests.support.synthetic_landing import generate_fleet  # noqa: E402
 
 START = datetime(2026, 1, 31, 13, tzinfo=UTC)
 WINDOW = ("2026-01-31T13:00:00Z", "2026-01-31T14:00:00Z")

@@ -14,13 +14,13 @@ import time
 import uuid
 
 from confluent_kafka import Consumer, Producer, TopicPartition
+from kip714_dev.local_kafka.cluster import LocalKafkaCluster
+from kip714_dev.local_kafka.cluster_factory import LocalKafkaClusterFactory
 
-from airflow_provider_kip714.client_metrics_admin import ClientMetricsAdmin
-from airflow_provider_kip714.kafka_python_config import to_kafka_python_kwargs
-from airflow_provider_kip714.local_kafka.cluster import LocalKafkaCluster
-from airflow_provider_kip714.local_kafka.cluster_factory import LocalKafkaClusterFactory
-from airflow_provider_kip714.subscription import Subscription
-from airflow_provider_kip714.topic_contract import Header
+from airflow_provider_kip714.contract.topic import Header
+from airflow_provider_kip714.subscriptions.admin import ClientMetricsAdmin
+from airflow_provider_kip714.subscriptions.kafka_python_config import to_kafka_python_kwargs
+from airflow_provider_kip714.subscriptions.model import Subscription
 
 
 def first_push_after(

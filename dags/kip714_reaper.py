@@ -14,8 +14,8 @@ from datetime import datetime, timedelta
 
 from airflow.sdk import DAG
 
-from airflow_provider_kip714.dag_settings import reaper_conn_ids
 from airflow_provider_kip714.operators.client_metrics import ReapExpiredClientMetricsSubscriptionsOperator
+from airflow_provider_kip714.settings import reaper_conn_ids
 
 CONN_IDS = reaper_conn_ids()
 

@@ -16,10 +16,10 @@ from datetime import datetime, timedelta
 
 from airflow.sdk import DAG, CronDataIntervalTimetable
 
-from airflow_provider_kip714.dag_settings import scheduled_kafka_conn_id
-from airflow_provider_kip714.data_layout import scheduled_zone
 from airflow_provider_kip714.operators.telemetry import LandClientTelemetryOperator
-from airflow_provider_kip714.spark_jobs import SPARK_MACROS, analytics_asset, spark_app_operator
+from airflow_provider_kip714.settings import scheduled_kafka_conn_id
+from airflow_provider_kip714.spark.jobs import SPARK_MACROS, analytics_asset, spark_app_operator
+from airflow_provider_kip714.storage.data_root import scheduled_zone
 from spark_apps.package import DEFAULT_RULES
 
 ZONE = scheduled_zone()

@@ -18,15 +18,15 @@ from typing import Any
 
 from airflow.sdk import DAG, get_current_context, task
 
-from airflow_provider_kip714.data_layout import troubleshoot_zone
 from airflow_provider_kip714.operators.client_metrics import (
     CreateClientMetricsSubscriptionOperator,
     DeleteClientMetricsSubscriptionOperator,
 )
 from airflow_provider_kip714.operators.report import TroubleshootingReportOperator
 from airflow_provider_kip714.sensors.telemetry_arrival import ClientTelemetryArrivalSensor
-from airflow_provider_kip714.spark_jobs import SPARK_MACROS, spark_app_operator
-from airflow_provider_kip714.troubleshooting import (
+from airflow_provider_kip714.spark.jobs import SPARK_MACROS, spark_app_operator
+from airflow_provider_kip714.storage.data_root import troubleshoot_zone
+from airflow_provider_kip714.troubleshooting.request import (
     TroubleshootingRequest,
     WindowBounds,
     check_subscription_gone,

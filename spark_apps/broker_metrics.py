@@ -51,7 +51,7 @@ BROKER_METRIC_NAMES = (
     PLUGIN_EXPORT_TIME,
     PLUGIN_DROPS,
 )
-"""Same names as ``airflow_provider_kip714.topic_contract.BrokerMetric`` (a unit test holds them equal)."""
+"""Same names as ``airflow_provider_kip714.contract.topic.BrokerMetric`` (a unit test holds them equal)."""
 WINDOW_COLUMNS = ("bucket_start", "bucket_end", "bucket_seconds", "cluster_id", "broker_node_id")
 
 

@@ -12,9 +12,8 @@ import logging
 from collections.abc import Iterator
 
 import pytest
-
-from airflow_provider_kip714.local_kafka.cluster import LocalKafkaCluster
-from airflow_provider_kip714.local_kafka.cluster_factory import LocalKafkaClusterFactory
+from kip714_dev.local_kafka.cluster import LocalKafkaCluster
+from kip714_dev.local_kafka.cluster_factory import LocalKafkaClusterFactory
 
 KAFKA_FIXTURES = frozenset({"kafka_cluster", "kafka_cluster_factory"})
 

@@ -2,6 +2,8 @@
 
 Each command group lives in its own module exposing ``register(subparsers)``; a command sets
 ``func(args) -> int``. Errors the product raises on purpose print one line, never a traceback.
+Other installed packages add groups through the ``kip714.cli`` entry point (the development
+tooling's ``local-kafka``, ``local-s3``, ``local-spark`` and ``demo``); the provider never imports them.
 """
 
 from __future__ import annotations
@@ -10,30 +12,31 @@ import argparse
 import importlib
 import logging
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from importlib.metadata import entry_points
 
 from airflow_provider_kip714.exceptions import Kip714Error
 
 COMMAND_MODULES = (
-    "airflow_provider_kip714.cli.local_kafka",
     "airflow_provider_kip714.cli.subscriptions",
     "airflow_provider_kip714.cli.telemetry",
-    "airflow_provider_kip714.cli.demo",
 )
+PLUGIN_GROUP = "kip714.cli"
+
+
+def _registrars() -> Iterator[Callable[[argparse._SubParsersAction], None]]:
+    for module_name in COMMAND_MODULES:
+        yield importlib.import_module(module_name).register
+    for entry_point in sorted(entry_points(group=PLUGIN_GROUP), key=lambda ep: ep.name):
+        yield entry_point.load()
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="kip714", description="Kafka KIP-714 client metrics tools.")
     parser.add_argument("-v", "--verbose", action="store_true", help="log debug output to stderr")
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for module_name in COMMAND_MODULES:
-        try:
-            module = importlib.import_module(module_name)
-        except ModuleNotFoundError as err:
-            if err.name != module_name:
-                raise
-            continue
-        module.register(subparsers)
+    for register in _registrars():
+        register(subparsers)
     return parser
 
 

@@ -17,17 +17,17 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from airflow_provider_kip714.client_metrics_admin import ClientMetricsAdmin
 from airflow_provider_kip714.clock import SystemClock
-from airflow_provider_kip714.duration import parse_duration
 from airflow_provider_kip714.exceptions import ClientMetricsAdminError, SubscriptionValidationError
-from airflow_provider_kip714.kafka_python_config import (
+from airflow_provider_kip714.subscriptions.admin import ClientMetricsAdmin
+from airflow_provider_kip714.subscriptions.duration import parse_duration
+from airflow_provider_kip714.subscriptions.kafka_python_config import (
     java_client_properties_to_extra,
     read_java_properties,
     to_kafka_python_kwargs,
 )
-from airflow_provider_kip714.subscription import Subscription, parse_match, parse_metrics
-from airflow_provider_kip714.window_name import format_window_name, random_suffix, slugify_label
+from airflow_provider_kip714.subscriptions.model import Subscription, parse_match, parse_metrics
+from airflow_provider_kip714.subscriptions.window_name import format_window_name, random_suffix, slugify_label
 
 DEFAULT_LABEL = "cli"
 

@@ -15,11 +15,18 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from airflow_provider_kip714.contract.topic import DEFAULT_TELEMETRY_TOPIC
+from airflow_provider_kip714.decoding.decoder import VALUE_FORMATS
 from airflow_provider_kip714.exceptions import Kip714Error
-from airflow_provider_kip714.kafka_python_config import java_client_properties_to_extra, read_java_properties
-from airflow_provider_kip714.landing import DEFAULT_CHUNK_INTERVAL_S, DEFAULT_CHUNK_RECORDS, land_topic
-from airflow_provider_kip714.otlp_decoder import VALUE_FORMATS
-from airflow_provider_kip714.topic_contract import DEFAULT_TELEMETRY_TOPIC
+from airflow_provider_kip714.subscriptions.kafka_python_config import (
+    java_client_properties_to_extra,
+    read_java_properties,
+)
+from airflow_provider_kip714.telemetry.landing import (
+    DEFAULT_CHUNK_INTERVAL_S,
+    DEFAULT_CHUNK_RECORDS,
+    land_topic,
+)
 
 
 def _connection_options(parser: argparse.ArgumentParser) -> None:

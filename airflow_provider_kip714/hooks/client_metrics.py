@@ -19,11 +19,11 @@ from typing import Any
 
 from airflow.sdk import BaseHook
 
-from airflow_provider_kip714.client_metrics_admin import ClientMetricsAdmin, UpsertResult
 from airflow_provider_kip714.clock import Clock
-from airflow_provider_kip714.kafka_python_config import secret_values, to_kafka_python_kwargs
-from airflow_provider_kip714.subscription import Subscription
-from airflow_provider_kip714.window_name import WindowName
+from airflow_provider_kip714.subscriptions.admin import ClientMetricsAdmin, UpsertResult
+from airflow_provider_kip714.subscriptions.kafka_python_config import secret_values, to_kafka_python_kwargs
+from airflow_provider_kip714.subscriptions.model import Subscription
+from airflow_provider_kip714.subscriptions.window_name import WindowName
 
 CONN_TYPE = "kafka_client_metrics"
 DEFAULT_CONN_ID = "kafka_default"

@@ -18,10 +18,10 @@ from typing import Any, Literal
 from airflow.sdk import BaseHook
 from confluent_kafka import Consumer, KafkaError, TopicPartition
 
+from airflow_provider_kip714.contract.topic import DEFAULT_TELEMETRY_TOPIC
+from airflow_provider_kip714.decoding.decoder import TopicRecord, ValueFormat, decode_batch
 from airflow_provider_kip714.exceptions import Kip714Error
-from airflow_provider_kip714.landing import LandingResult, land_topic
-from airflow_provider_kip714.otlp_decoder import TopicRecord, ValueFormat, decode_batch
-from airflow_provider_kip714.topic_contract import DEFAULT_TELEMETRY_TOPIC
+from airflow_provider_kip714.telemetry.landing import LandingResult, land_topic
 
 DEFAULT_CONN_ID = "kafka_default"
 _SECRET_KEYS = (

@@ -15,13 +15,13 @@ from typing import Any
 
 from airflow.sdk.exceptions import TaskDeferred
 
-from airflow_provider_kip714.duration import parse_duration
 from airflow_provider_kip714.exceptions import SubscriptionValidationError
 from airflow_provider_kip714.hooks.client_metrics import ClientMetricsHook
 from airflow_provider_kip714.operators.base import ClientMetricsBaseOperator
-from airflow_provider_kip714.subscription import Subscription
+from airflow_provider_kip714.subscriptions.duration import parse_duration
+from airflow_provider_kip714.subscriptions.model import Subscription
+from airflow_provider_kip714.subscriptions.window_name import derive_suffix, format_window_name, slugify_label
 from airflow_provider_kip714.triggers.client_metrics_window import STATUS_DELETED, ClientMetricsWindowTrigger
-from airflow_provider_kip714.window_name import derive_suffix, format_window_name, slugify_label
 
 SPEC_TEMPLATE_FIELDS = ("window_label", "window", "metrics", "interval_ms", "match")
 

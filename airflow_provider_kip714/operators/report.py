@@ -13,9 +13,9 @@ from typing import Any
 
 from airflow.sdk import BaseOperator, BaseOperatorLink
 
-from airflow_provider_kip714.data_layout import troubleshoot_zone
 from airflow_provider_kip714.report import build_report, report_url_path
 from airflow_provider_kip714.report.builder import DEFAULT_MAX_PLOTS
+from airflow_provider_kip714.storage.data_root import troubleshoot_zone
 
 
 class TroubleshootingReportLink(BaseOperatorLink):

@@ -18,10 +18,10 @@ from typing import Any
 
 import pandas as pd
 
-from airflow_provider_kip714.data_layout import Zone, safe_run_name
 from airflow_provider_kip714.report import page
 from airflow_provider_kip714.report.plots import Series, ThresholdLine, plot_broker, plot_metric
 from airflow_provider_kip714.report.tables import read_zone_table
+from airflow_provider_kip714.storage.data_root import Zone, safe_run_name
 
 REPORT_FILE = "report.html"
 SUMMARY_FILE = "summary.json"

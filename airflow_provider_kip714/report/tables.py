@@ -11,7 +11,7 @@ from pathlib import Path
 import pandas as pd
 import pyarrow.dataset as ds
 
-from airflow_provider_kip714.data_layout import Zone
+from airflow_provider_kip714.storage.data_root import Zone
 
 MAP_COLUMNS = ("attributes", "resource_attributes")
 

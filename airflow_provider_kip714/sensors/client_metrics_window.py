@@ -14,8 +14,8 @@ from airflow.sdk import BaseSensorOperator
 
 from airflow_provider_kip714.clock import Clock, SystemClock
 from airflow_provider_kip714.hooks.client_metrics import DEFAULT_CONN_ID, ClientMetricsHook
+from airflow_provider_kip714.subscriptions.window_name import parse_window_name
 from airflow_provider_kip714.triggers.client_metrics_window import STATUS_DELETED, ClientMetricsWindowTrigger
-from airflow_provider_kip714.window_name import parse_window_name
 
 
 class ClientMetricsWindowSensor(BaseSensorOperator):

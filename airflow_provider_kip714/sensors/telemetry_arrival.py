@@ -15,9 +15,9 @@ from typing import Any
 from airflow.sdk import BaseSensorOperator, PokeReturnValue
 from airflow.sdk.exceptions import AirflowSensorTimeout, AirflowSkipException
 
+from airflow_provider_kip714.contract.topic import DEFAULT_TELEMETRY_TOPIC
 from airflow_provider_kip714.exceptions import Kip714Error
-from airflow_provider_kip714.subscription import parse_match
-from airflow_provider_kip714.topic_contract import DEFAULT_TELEMETRY_TOPIC
+from airflow_provider_kip714.subscriptions.model import parse_match
 from airflow_provider_kip714.triggers.telemetry_arrival import (
     STATUS_ARRIVED,
     STATUS_TIMEOUT,

@@ -15,7 +15,7 @@ from typing import Any
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
 from airflow_provider_kip714.hooks.client_metrics import DEFAULT_CONN_ID, ClientMetricsHook
-from airflow_provider_kip714.window_name import parse_window_name
+from airflow_provider_kip714.subscriptions.window_name import parse_window_name
 
 STATUS_ENDED = "window_ended"
 STATUS_DELETED = "deleted"

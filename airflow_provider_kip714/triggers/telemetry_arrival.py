@@ -19,9 +19,9 @@ from typing import Any
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 from confluent_kafka import Consumer, KafkaError, Message
 
-from airflow_provider_kip714.otlp_decoder import headers_to_dict
-from airflow_provider_kip714.subscription import MatchSelector, parse_match
-from airflow_provider_kip714.topic_contract import DEFAULT_TELEMETRY_TOPIC, Header, RecordType
+from airflow_provider_kip714.contract.topic import DEFAULT_TELEMETRY_TOPIC, Header, RecordType
+from airflow_provider_kip714.decoding.decoder import headers_to_dict
+from airflow_provider_kip714.subscriptions.model import MatchSelector, parse_match
 
 STATUS_ARRIVED = "arrived"
 STATUS_TIMEOUT = "timeout"

@@ -16,7 +16,8 @@ from fastapi import Depends, FastAPI, HTTPException, Query, Request, status
 from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse, Response
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
-from airflow_provider_kip714.ui import analytics_tables, charts, report_files, telemetry_view
+from airflow_provider_kip714.analytics import tables as analytics_tables
+from airflow_provider_kip714.ui import charts, report_files, telemetry_view
 from airflow_provider_kip714.ui.subscriptions_view import load_subscriptions
 
 TEMPLATES = Environment(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from airflow_provider_kip714.data_layout import data_root, safe_run_name
+from airflow_provider_kip714.storage.data_root import data_root, safe_run_name
 
 SERVED_SUFFIXES = {".html": "text/html; charset=utf-8", ".png": "image/png", ".svg": "image/svg+xml"}
 

@@ -13,8 +13,8 @@ from typing import Any
 
 from airflow_provider_kip714.exceptions import Kip714Error
 from airflow_provider_kip714.hooks.client_metrics import DEFAULT_CONN_ID, ClientMetricsHook
-from airflow_provider_kip714.subscription import Subscription
-from airflow_provider_kip714.window_name import try_parse_window_name
+from airflow_provider_kip714.subscriptions.model import Subscription
+from airflow_provider_kip714.subscriptions.window_name import try_parse_window_name
 
 CONN_ID_ENV = "KIP714_UI_KAFKA_CONN_ID"
 UI_CONNECT_TIMEOUT_MS = 5_000

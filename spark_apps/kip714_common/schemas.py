@@ -1,13 +1,14 @@
 """Spark schemas: the landing zone's ``datapoints/`` (input) and every table the apps write.
 
-``DATAPOINT_SCHEMA`` mirrors ``airflow_provider_kip714.landing_schema.DATAPOINT_SCHEMA`` column by column
-(a unit test checks it). One deliberate difference: Spark cannot read Parquet ``TIMESTAMP(NANOS)``, so
+``DATAPOINT_SCHEMA`` is built from ``landing_contract.DATAPOINT_COLUMNS``, the declaration the provider's
+Arrow schema is built from too. One deliberate difference: Spark cannot read Parquet ``TIMESTAMP(NANOS)``, so
 ``start_time`` and ``time`` are read as ``long`` nanoseconds since the epoch
 (``spark.sql.legacy.parquet.nanosAsLong``) and converted by ``landing.read_datapoints``.
 """
 
 from __future__ import annotations
 
+from kip714_common.landing_contract import DATAPOINT_COLUMNS
 from pyspark.sql.types import (
     ArrayType,
     BooleanType,
@@ -25,7 +26,7 @@ from pyspark.sql.types import (
 STRING_MAP = MapType(StringType(), StringType(), valueContainsNull=True)
 QUANTILE = StructType([StructField("quantile", DoubleType()), StructField("value", DoubleType())])
 
-NANOS_AS_LONG_COLUMNS = ("start_time", "time")
+NANOS_AS_LONG_COLUMNS = tuple(name for name, kind in DATAPOINT_COLUMNS if kind == "timestamp_ns")
 """Landing columns stored as TIMESTAMP(NANOS) that Spark reads as epoch nanoseconds."""
 
 
@@ -33,59 +34,26 @@ def _struct(columns: list[tuple[str, DataType]]) -> StructType:
     return StructType([StructField(name, kind, nullable=True) for name, kind in columns])
 
 
-DATAPOINT_SCHEMA = _struct(
-    [
-        ("topic", StringType()),
-        ("partition", IntegerType()),
-        ("offset", LongType()),
-        ("record_timestamp", TimestampType()),
-        ("record_type", StringType()),
-        ("client_instance_id", StringType()),
-        ("client_instance_id_hex", StringType()),
-        ("client_id", StringType()),
-        ("client_software_name", StringType()),
-        ("client_software_version", StringType()),
-        ("client_source_address", StringType()),
-        ("client_source_port", IntegerType()),
-        ("principal", StringType()),
-        ("listener", StringType()),
-        ("node_id", IntegerType()),
-        ("cluster_id", StringType()),
-        ("subscription_id", LongType()),
-        ("push_interval_ms", LongType()),
-        ("terminating", BooleanType()),
-        ("resource_attributes", STRING_MAP),
-        ("scope_name", StringType()),
-        ("scope_version", StringType()),
-        ("scope_attributes", STRING_MAP),
-        ("metric_name", StringType()),
-        ("metric_unit", StringType()),
-        ("metric_type", StringType()),
-        ("temporality", StringType()),
-        ("is_monotonic", BooleanType()),
-        ("attributes", STRING_MAP),
-        ("start_time", LongType()),
-        ("time", LongType()),
-        ("value", DoubleType()),
-        ("value_int", LongType()),
-        ("count", LongType()),
-        ("sum", DoubleType()),
-        ("min", DoubleType()),
-        ("max", DoubleType()),
-        ("bucket_counts", ArrayType(LongType())),
-        ("explicit_bounds", ArrayType(DoubleType())),
-        ("exp_scale", IntegerType()),
-        ("exp_zero_count", LongType()),
-        ("exp_positive_offset", IntegerType()),
-        ("exp_positive_bucket_counts", ArrayType(LongType())),
-        ("exp_negative_offset", IntegerType()),
-        ("exp_negative_bucket_counts", ArrayType(LongType())),
-        ("quantiles", ArrayType(QUANTILE)),
-        ("flags", IntegerType()),
-        ("date", StringType()),
-        ("hour", IntegerType()),
-    ]
-)
+def _spark_type(name: str) -> DataType:
+    """A landing column's Spark type; nanosecond timestamps arrive as epoch-nanosecond longs."""
+    if name.startswith("list<"):
+        return ArrayType(_spark_type(name[5:-1]))
+    return _SPARK_TYPES[name]
+
+
+_SPARK_TYPES: dict[str, DataType] = {
+    "string": StringType(),
+    "bool": BooleanType(),
+    "int32": IntegerType(),
+    "int64": LongType(),
+    "float64": DoubleType(),
+    "timestamp_ms": TimestampType(),
+    "timestamp_ns": LongType(),
+    "string_map": STRING_MAP,
+    "quantile": QUANTILE,
+}
+
+DATAPOINT_SCHEMA = _struct([(name, _spark_type(kind)) for name, kind in DATAPOINT_COLUMNS])
 
 CLIENT_IDENTITY_COLUMNS = (
     "client_instance_id",

@@ -14,7 +14,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from airflow_provider_kip714.local_kafka.cluster import LocalKafkaCluster
+from kip714_dev.local_kafka.cluster import LocalKafkaCluster
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DAGS = REPO_ROOT / "dags"

@@ -12,10 +12,10 @@ from typing import Any
 from confluent_kafka import Consumer, TopicPartition
 from opentelemetry.proto.metrics.v1.metrics_pb2 import MetricsData
 
-from airflow_provider_kip714.client_metrics_admin import ClientMetricsAdmin
-from airflow_provider_kip714.kafka_python_config import to_kafka_python_kwargs
-from airflow_provider_kip714.subscription import Subscription, parse_match
-from airflow_provider_kip714.topic_contract import DEFAULT_TELEMETRY_TOPIC, BrokerMetric, Header
+from airflow_provider_kip714.contract.topic import DEFAULT_TELEMETRY_TOPIC, BrokerMetric, Header
+from airflow_provider_kip714.subscriptions.admin import ClientMetricsAdmin
+from airflow_provider_kip714.subscriptions.kafka_python_config import to_kafka_python_kwargs
+from airflow_provider_kip714.subscriptions.model import Subscription, parse_match
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,9 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
 from kio.schema.errors import ErrorCode
+from kip714_dev.local_kafka.cluster import LocalKafkaCluster
+from kip714_dev.local_kafka.cluster_factory import LocalKafkaClusterFactory
+from kip714_dev.telemetry_probe import TelemetryProbe
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.metrics.v1 import metrics_pb2 as m
 from plugin_topic import (
@@ -27,10 +30,7 @@ from plugin_topic import (
 )
 from telemetry_helpers import run_java_client, run_librdkafka_clients
 
-from airflow_provider_kip714.local_kafka.cluster import LocalKafkaCluster
-from airflow_provider_kip714.local_kafka.cluster_factory import LocalKafkaClusterFactory
-from airflow_provider_kip714.telemetry_probe import TelemetryProbe
-from airflow_provider_kip714.topic_contract import DEFAULT_TELEMETRY_TOPIC, BrokerMetric, Header
+from airflow_provider_kip714.contract.topic import DEFAULT_TELEMETRY_TOPIC, BrokerMetric, Header
 
 COMPAT_KAFKA_VERSION = "3.9.2"
 PAYLOAD_BASE_TIME_NS = 1_763_800_000_000_000_000
@@ -358,7 +358,7 @@ def test_broker_records_split_by_client_instances_each_series_once(
 ) -> None:
     from telemetry_helpers import read_dir
 
-    from airflow_provider_kip714.landing import land_topic
+    from airflow_provider_kip714.telemetry.landing import land_topic
 
     cluster = kafka_cluster_factory.start(
         name="plugin-split", overrides={"kip714.broker.metrics.instances.per.record": "1"}

@@ -12,14 +12,14 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from kip714_dev.local_kafka.cluster import LocalKafkaCluster
 
-from airflow_provider_kip714.client_metrics_admin import ClientMetricsAdmin, UpsertOutcome
 from airflow_provider_kip714.clock import ManualClock
 from airflow_provider_kip714.exceptions import ClientMetricsAdminError, ClusterUnreachableError
-from airflow_provider_kip714.kafka_python_config import to_kafka_python_kwargs
-from airflow_provider_kip714.local_kafka.cluster import LocalKafkaCluster
-from airflow_provider_kip714.subscription import Subscription
-from airflow_provider_kip714.window_name import format_window_name, parse_window_name
+from airflow_provider_kip714.subscriptions.admin import ClientMetricsAdmin, UpsertOutcome
+from airflow_provider_kip714.subscriptions.kafka_python_config import to_kafka_python_kwargs
+from airflow_provider_kip714.subscriptions.model import Subscription
+from airflow_provider_kip714.subscriptions.window_name import format_window_name, parse_window_name
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 KIP714 = [sys.executable, "-m", "airflow_provider_kip714.cli.main"]

@@ -13,14 +13,14 @@ from dataclasses import dataclass
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
+from kip714_dev.local_kafka.cluster import LocalKafkaCluster
+from kip714_dev.telemetry_probe import TelemetryProbe, TelemetrySubscriptionView
 from opentelemetry.proto.metrics.v1.metrics_pb2 import MetricsData
 
-from airflow_provider_kip714.client_metrics_admin import ClientMetricsAdmin
-from airflow_provider_kip714.kafka_python_config import to_kafka_python_kwargs
-from airflow_provider_kip714.local_kafka.cluster import LocalKafkaCluster
-from airflow_provider_kip714.subscription import DEFAULT_INTERVAL_MS, Subscription
-from airflow_provider_kip714.telemetry_probe import TelemetryProbe, TelemetrySubscriptionView
-from airflow_provider_kip714.topic_contract import Header
+from airflow_provider_kip714.contract.topic import Header
+from airflow_provider_kip714.subscriptions.admin import ClientMetricsAdmin
+from airflow_provider_kip714.subscriptions.kafka_python_config import to_kafka_python_kwargs
+from airflow_provider_kip714.subscriptions.model import DEFAULT_INTERVAL_MS, Subscription
 
 PRODUCER_PREFIXES = ("org.apache.kafka.producer.connection.", "org.apache.kafka.producer.request.")
 

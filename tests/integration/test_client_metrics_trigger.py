@@ -10,18 +10,18 @@ import uuid
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from kip714_dev.local_kafka.cluster import LocalKafkaCluster
 
-from airflow_provider_kip714.client_metrics_admin import ClientMetricsAdmin
 from airflow_provider_kip714.exceptions import InvalidWindowNameError
-from airflow_provider_kip714.kafka_python_config import to_kafka_python_kwargs
-from airflow_provider_kip714.local_kafka.cluster import LocalKafkaCluster
-from airflow_provider_kip714.subscription import Subscription
+from airflow_provider_kip714.subscriptions.admin import ClientMetricsAdmin
+from airflow_provider_kip714.subscriptions.kafka_python_config import to_kafka_python_kwargs
+from airflow_provider_kip714.subscriptions.model import Subscription
+from airflow_provider_kip714.subscriptions.window_name import format_window_name
 from airflow_provider_kip714.triggers.client_metrics_window import (
     STATUS_DELETED,
     STATUS_ENDED,
     ClientMetricsWindowTrigger,
 )
-from airflow_provider_kip714.window_name import format_window_name
 
 CONN_ID = "kip714_trigger_test"
 

@@ -18,19 +18,23 @@ from typing import Any
 import pytest
 from airflow.sdk.bases.operator import TRIGGER_FAIL_REPR, TriggerFailureReason
 from airflow.sdk.exceptions import AirflowTaskTimeout, TaskDeferralTimeout, TaskDeferred
+from kip714_dev.local_kafka.cluster import LocalKafkaCluster
 
-from airflow_provider_kip714.client_metrics_admin import ClientMetricsAdmin
 from airflow_provider_kip714.clock import ManualClock
-from airflow_provider_kip714.kafka_python_config import to_kafka_python_kwargs
-from airflow_provider_kip714.local_kafka.cluster import LocalKafkaCluster
 from airflow_provider_kip714.operators.client_metrics import (
     ClientMetricsTroubleshootingWindowOperator,
     CreateClientMetricsSubscriptionOperator,
 )
 from airflow_provider_kip714.sensors.client_metrics_window import ClientMetricsWindowSensor
-from airflow_provider_kip714.subscription import Subscription
+from airflow_provider_kip714.subscriptions.admin import ClientMetricsAdmin
+from airflow_provider_kip714.subscriptions.kafka_python_config import to_kafka_python_kwargs
+from airflow_provider_kip714.subscriptions.model import Subscription
+from airflow_provider_kip714.subscriptions.window_name import (
+    format_window_name,
+    parse_window_name,
+    try_parse_window_name,
+)
 from airflow_provider_kip714.triggers.client_metrics_window import ClientMetricsWindowTrigger
-from airflow_provider_kip714.window_name import format_window_name, parse_window_name, try_parse_window_name
 
 CONN_ID = "kip714_operator_test"
 

@@ -14,10 +14,10 @@ from pathlib import Path
 import pyarrow.dataset as ds
 import pytest
 from dag_test_env import make_airflow_env, run_dag_test
+from kip714_dev.local_kafka.cluster import LocalKafkaCluster
 
-from airflow_provider_kip714.data_layout import Zone
-from airflow_provider_kip714.local_kafka.cluster import LocalKafkaCluster
-from spark_apps.synthetic_landing import generate_fleet
+from airflow_provider_kip714.storage.data_root import Zone
+from tests.support.synthetic_landing import generate_fleet
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.slow]
 

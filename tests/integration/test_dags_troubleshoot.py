@@ -17,12 +17,12 @@ from pathlib import Path
 
 import pytest
 from dag_test_env import make_airflow_env, run_dag_test
+from kip714_dev.local_kafka.cluster import LocalKafkaCluster
 from telemetry_helpers import run_librdkafka_clients
 
-from airflow_provider_kip714.client_metrics_admin import ClientMetricsAdmin
-from airflow_provider_kip714.kafka_python_config import to_kafka_python_kwargs
-from airflow_provider_kip714.local_kafka.cluster import LocalKafkaCluster
-from airflow_provider_kip714.window_name import try_parse_window_name
+from airflow_provider_kip714.subscriptions.admin import ClientMetricsAdmin
+from airflow_provider_kip714.subscriptions.kafka_python_config import to_kafka_python_kwargs
+from airflow_provider_kip714.subscriptions.window_name import try_parse_window_name
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.slow]
 

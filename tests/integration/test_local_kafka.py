@@ -15,13 +15,12 @@ from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
-
-from airflow_provider_kip714.local_kafka.cluster import LocalKafkaCluster
-from airflow_provider_kip714.local_kafka.cluster_factory import LocalKafkaClusterFactory
-from airflow_provider_kip714.local_kafka.distribution import check_distribution, ensure_distribution
-from airflow_provider_kip714.local_kafka.ports import free_ports
-from airflow_provider_kip714.local_kafka.process_control import is_alive
-from airflow_provider_kip714.local_kafka.versions import KafkaVersion
+from kip714_dev.local_kafka.cluster import LocalKafkaCluster
+from kip714_dev.local_kafka.cluster_factory import LocalKafkaClusterFactory
+from kip714_dev.local_kafka.distribution import check_distribution, ensure_distribution
+from kip714_dev.local_kafka.ports import free_ports
+from kip714_dev.local_kafka.process_control import is_alive
+from kip714_dev.local_kafka.versions import KafkaVersion
 
 pytestmark = pytest.mark.integration
 

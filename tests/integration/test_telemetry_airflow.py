@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pytest
 from dag_test_env import make_airflow_env
+from kip714_dev.local_kafka.cluster import LocalKafkaCluster
 from telemetry_helpers import create_topic, good_records, produce_records, read_dir, run_librdkafka_clients
 
-from airflow_provider_kip714.client_metrics_admin import ClientMetricsAdmin
-from airflow_provider_kip714.kafka_python_config import to_kafka_python_kwargs
-from airflow_provider_kip714.local_kafka.cluster import LocalKafkaCluster
-from airflow_provider_kip714.subscription import Subscription
+from airflow_provider_kip714.subscriptions.admin import ClientMetricsAdmin
+from airflow_provider_kip714.subscriptions.kafka_python_config import to_kafka_python_kwargs
+from airflow_provider_kip714.subscriptions.model import Subscription
 
 pytestmark = pytest.mark.integration
 

@@ -10,11 +10,11 @@ import uuid
 from datetime import UTC, datetime
 
 import pytest
+from kip714_dev.local_kafka.cluster import LocalKafkaCluster
 from telemetry_helpers import client_headers, create_topic, produce_records, producer_like_payload
 
+from airflow_provider_kip714.contract.topic import Header
 from airflow_provider_kip714.exceptions import SubscriptionValidationError
-from airflow_provider_kip714.local_kafka.cluster import LocalKafkaCluster
-from airflow_provider_kip714.topic_contract import Header
 from airflow_provider_kip714.triggers.telemetry_arrival import ClientTelemetryArrivalTrigger
 
 pytestmark = pytest.mark.integration

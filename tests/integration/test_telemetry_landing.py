@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from kip714_dev.local_kafka.cluster import LocalKafkaCluster
 from plugin_topic import wait_for
 from telemetry_helpers import (
     create_topic,
@@ -23,8 +24,7 @@ from telemetry_helpers import (
 )
 
 from airflow_provider_kip714.hooks.telemetry_topic import TelemetryTopicHook
-from airflow_provider_kip714.landing import land_topic
-from airflow_provider_kip714.local_kafka.cluster import LocalKafkaCluster
+from airflow_provider_kip714.telemetry.landing import land_topic
 
 pytestmark = pytest.mark.integration
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 from google.protobuf import json_format
+from kip714_dev.local_kafka.cluster import LocalKafkaCluster
 from opentelemetry.proto.logs.v1 import logs_pb2
 from opentelemetry.proto.metrics.v1 import metrics_pb2 as m
 from telemetry_helpers import (
@@ -18,8 +19,7 @@ from telemetry_helpers import (
     read_dir,
 )
 
-from airflow_provider_kip714.landing import land_topic
-from airflow_provider_kip714.local_kafka.cluster import LocalKafkaCluster
+from airflow_provider_kip714.telemetry.landing import land_topic
 
 pytestmark = pytest.mark.integration
 

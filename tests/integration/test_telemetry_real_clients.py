@@ -8,16 +8,16 @@ import uuid
 from pathlib import Path
 
 import pytest
+from kip714_dev.local_kafka.cluster import LocalKafkaCluster
 from opentelemetry.proto.metrics.v1.metrics_pb2 import MetricsData
 from telemetry_helpers import JAVA_CLIENT_JAR, read_dir, run_java_client, run_librdkafka_clients
 
-from airflow_provider_kip714.client_metrics_admin import ClientMetricsAdmin
+from airflow_provider_kip714.decoding.decoder import count_points
 from airflow_provider_kip714.hooks.telemetry_topic import TelemetryTopicHook
-from airflow_provider_kip714.kafka_python_config import to_kafka_python_kwargs
-from airflow_provider_kip714.landing import land_topic
-from airflow_provider_kip714.local_kafka.cluster import LocalKafkaCluster
-from airflow_provider_kip714.otlp_decoder import count_points
-from airflow_provider_kip714.subscription import Subscription
+from airflow_provider_kip714.subscriptions.admin import ClientMetricsAdmin
+from airflow_provider_kip714.subscriptions.kafka_python_config import to_kafka_python_kwargs
+from airflow_provider_kip714.subscriptions.model import Subscription
+from airflow_provider_kip714.telemetry.landing import land_topic
 
 pytestmark = pytest.mark.integration
 

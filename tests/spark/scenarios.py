@@ -11,7 +11,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
-from synthetic_landing import (
+
+from tests.support.synthetic_landing import (
     JAVA,
     LIBRDKAFKA,
     NANOS,

@@ -94,7 +94,7 @@ def test_label_sets_differing_only_in_a_null_value_stay_two_series(spark, tmp_pa
 
 
 def test_broker_node_falls_back_to_a_numeric_resource_label_and_tolerates_any_other(spark, tmp_path):
-    from synthetic_landing import LandingWriter, series_table
+    from tests.support.synthetic_landing import LandingWriter, series_table
 
     writer = LandingWriter(str(tmp_path / "landing"))
     times = scenarios.push_times(scenarios.DAY.replace(hour=13), scenarios.DAY.replace(hour=13, minute=1))

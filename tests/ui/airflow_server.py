@@ -17,8 +17,8 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
-from airflow_provider_kip714.dev_airflow import airflow_environment
-from airflow_provider_kip714.local_kafka.ports import free_ports
+from kip714_dev.airflow_standalone import airflow_environment
+from kip714_dev.local_kafka.ports import free_ports
 
 ADMIN_USER = "admin"
 ADMIN_PASSWORD = "kip714-ui-test"

@@ -19,14 +19,14 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from kip714_dev.local_kafka.cluster import LocalKafkaCluster
 
-from airflow_provider_kip714.client_metrics_admin import ClientMetricsAdmin
-from airflow_provider_kip714.data_layout import DATA_DIR_ENV, scheduled_zone
-from airflow_provider_kip714.kafka_python_config import to_kafka_python_kwargs
-from airflow_provider_kip714.local_kafka.cluster import LocalKafkaCluster
-from airflow_provider_kip714.subscription import Subscription
+from airflow_provider_kip714.storage.data_root import DATA_DIR_ENV, scheduled_zone
+from airflow_provider_kip714.subscriptions.admin import ClientMetricsAdmin
+from airflow_provider_kip714.subscriptions.kafka_python_config import to_kafka_python_kwargs
+from airflow_provider_kip714.subscriptions.model import Subscription
+from airflow_provider_kip714.subscriptions.window_name import format_window_name, random_suffix
 from airflow_provider_kip714.ui.plugin import PLUGIN_NAME, URL_PREFIX, URL_ROUTE, VIEW_NAME
-from airflow_provider_kip714.window_name import format_window_name, random_suffix
 from tests.ui.airflow_server import AirflowApiServer, start_api_server
 from tests.ui.analytics_data import Landed, land_analytics
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, ArrayValue, KeyValue, KeyValueList
 from opentelemetry.proto.metrics.v1 import metrics_pb2 as m
 
-from airflow_provider_kip714.topic_contract import Header
+from airflow_provider_kip714.contract.topic import Header
 
 INSTANCE_ID = "AAECAwQFBgcICQoLDA0ODw"  # Kafka Uuid text of 00010203-0405-0607-0809-0a0b0c0d0e0f
 T0_NS = 1_763_800_000_000_000_000

@@ -99,7 +99,7 @@ def test_a_bad_connection_id_in_the_environment_is_an_import_error_naming_it(
 
 
 def test_connection_settings_defaults_and_order() -> None:
-    from airflow_provider_kip714.dag_settings import reaper_conn_ids, scheduled_kafka_conn_id
+    from airflow_provider_kip714.settings import reaper_conn_ids, scheduled_kafka_conn_id
 
     assert scheduled_kafka_conn_id({}) == "kafka_default"
     assert scheduled_kafka_conn_id({"KIP714_KAFKA_CONN_ID": "  "}) == "kafka_default"

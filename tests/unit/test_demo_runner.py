@@ -5,11 +5,12 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from airflow_provider_kip714.demo.fleet import default_fleet
-from airflow_provider_kip714.demo.fleet_client import ClientBehaviour, ClientSpec
-from airflow_provider_kip714.demo.runner import DemoSettings, task_log_line, troubleshoot_conf
-from airflow_provider_kip714.subscription import parse_match
-from airflow_provider_kip714.troubleshooting import TroubleshootingRequest, troubleshoot_params
+from kip714_dev.demo.fleet import default_fleet
+from kip714_dev.demo.fleet_client import ClientBehaviour, ClientSpec
+from kip714_dev.demo.runner import DemoSettings, task_log_line, troubleshoot_conf
+
+from airflow_provider_kip714.subscriptions.model import parse_match
+from airflow_provider_kip714.troubleshooting.request import TroubleshootingRequest, troubleshoot_params
 
 
 def test_the_demo_conf_passes_the_troubleshoot_dags_own_validation() -> None:
@@ -52,7 +53,7 @@ def test_task_log_filter_keeps_task_boundaries_our_logs_and_spark_summaries() ->
     )
     ours = (
         "2026-11-22T08:19:41.361512Z [info     ] Subscription kip714-x created "
-        "[airflow_provider_kip714.client_metrics_admin] loc=client_metrics_admin.py:223"
+        "[airflow_provider_kip714.subscriptions.admin] loc=client_metrics_admin.py:223"
     )
     spark_noise = (
         "2026-11-22T08:23:55.419484Z [info     ] 26/11/22 08:23:55 INFO DAGScheduler: failed: HashSet() "

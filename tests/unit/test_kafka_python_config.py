@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from airflow_provider_kip714.exceptions import SubscriptionValidationError
-from airflow_provider_kip714.kafka_python_config import (
+from airflow_provider_kip714.subscriptions.kafka_python_config import (
     java_client_properties_to_extra,
     read_java_properties,
     redact,

@@ -8,10 +8,10 @@ import pyarrow.parquet as pq
 import pytest
 from otlp_payloads import client_headers, producer_like_payload
 
+from airflow_provider_kip714.decoding.decoder import TopicRecord
 from airflow_provider_kip714.exceptions import LandingError
-from airflow_provider_kip714.landing import stage_records
-from airflow_provider_kip714.landing_zone import ChunkId, LandingZone
-from airflow_provider_kip714.otlp_decoder import TopicRecord
+from airflow_provider_kip714.telemetry.landing import stage_records
+from airflow_provider_kip714.telemetry.landing_zone import ChunkId, LandingZone
 
 TOPIC = "_client_telemetry"
 HOUR_MS = 3_600_000
@@ -119,7 +119,7 @@ def test_zone_belongs_to_one_topic_and_one_writer(tmp_path: Path) -> None:
 
 
 def test_partition_batch_keeps_each_header_set_once_and_stages(tmp_path: Path) -> None:
-    from airflow_provider_kip714.landing import PartitionBatch, stage_batch
+    from airflow_provider_kip714.telemetry.landing import PartitionBatch, stage_batch
 
     batch = PartitionBatch(TOPIC, 2)
     originals = records(2, 100, 30)

@@ -5,11 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-from airflow_provider_kip714.cli.local_kafka import settings_from_args
-from airflow_provider_kip714.cli.main import build_parser
-from airflow_provider_kip714.exceptions import LocalKafkaError
-from airflow_provider_kip714.local_kafka.broker_config import (
+from kip714_dev.cli.local_kafka import settings_from_args
+from kip714_dev.errors import LocalKafkaError
+from kip714_dev.local_kafka.broker_config import (
     BrokerSettings,
     DataDirLayout,
     broker_properties,
@@ -19,12 +17,14 @@ from airflow_provider_kip714.local_kafka.broker_config import (
     render_logging_config,
     render_properties,
 )
-from airflow_provider_kip714.local_kafka.versions import (
+from kip714_dev.local_kafka.versions import (
     PLUGIN_CLASS_EXPORTER,
     PLUGIN_CLASS_LEGACY,
     KafkaVersion,
     LoggingBackend,
 )
+
+from airflow_provider_kip714.cli.main import build_parser
 
 V44 = KafkaVersion.parse("4.4.0")
 V39 = KafkaVersion.parse("3.9.2")

@@ -8,9 +8,8 @@ import zipfile
 from pathlib import Path
 
 import pytest
-
-from airflow_provider_kip714.exceptions import LocalKafkaError
-from airflow_provider_kip714.local_kafka.distribution import (
+from kip714_dev.errors import LocalKafkaError
+from kip714_dev.local_kafka.distribution import (
     BrokenCacheError,
     _swap_into_place,
     cache_root,
@@ -20,7 +19,7 @@ from airflow_provider_kip714.local_kafka.distribution import (
     find_distribution,
     render_resolution_pom,
 )
-from airflow_provider_kip714.local_kafka.versions import KafkaVersion
+from kip714_dev.local_kafka.versions import KafkaVersion
 
 V44 = KafkaVersion.parse("4.4.0")
 V39 = KafkaVersion.parse("3.9.2")

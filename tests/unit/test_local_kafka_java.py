@@ -6,9 +6,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-
-from airflow_provider_kip714.exceptions import LocalKafkaError
-from airflow_provider_kip714.local_kafka.java_runtime import find_java
+from kip714_dev.errors import LocalKafkaError
+from kip714_dev.local_kafka.java_runtime import find_java
 
 
 def test_java_home_wins_over_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -5,9 +5,8 @@ from __future__ import annotations
 import socket
 
 import pytest
-
-from airflow_provider_kip714.exceptions import LocalKafkaError
-from airflow_provider_kip714.local_kafka.ports import (
+from kip714_dev.errors import LocalKafkaError
+from kip714_dev.local_kafka.ports import (
     accepts_connections,
     free_ports,
     port_is_free,

@@ -9,22 +9,22 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
-from airflow_provider_kip714.cli.main import main as kip714_main
-from airflow_provider_kip714.local_kafka.broker_config import DataDirLayout
-from airflow_provider_kip714.local_kafka.launcher import (
+from kip714_dev.local_kafka.broker_config import DataDirLayout
+from kip714_dev.local_kafka.launcher import (
     BrokerNotReadyError,
     broker_status,
     new_cluster_id,
     stop_broker,
 )
-from airflow_provider_kip714.local_kafka.process_control import (
+from kip714_dev.local_kafka.process_control import (
     is_alive,
     is_our_broker,
     read_pid,
     running_broker_pid,
     write_pid,
 )
+
+from airflow_provider_kip714.cli.main import main as kip714_main
 
 
 @pytest.fixture

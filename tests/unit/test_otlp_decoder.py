@@ -20,16 +20,16 @@ from otlp_payloads import (
     string_attr,
 )
 
-from airflow_provider_kip714.exceptions import TelemetryDecodeError
-from airflow_provider_kip714.landing_schema import DATAPOINT_SCHEMA
-from airflow_provider_kip714.otlp_decoder import (
+from airflow_provider_kip714.contract.landing_schema import DATAPOINT_SCHEMA
+from airflow_provider_kip714.contract.topic import Header
+from airflow_provider_kip714.decoding.decoder import (
     TopicRecord,
     count_points,
     decode_batch,
     decode_record,
     parse_metrics_data,
 )
-from airflow_provider_kip714.topic_contract import Header
+from airflow_provider_kip714.exceptions import TelemetryDecodeError
 
 RECORD_TS_MS = 1_763_800_000_000  # 2025-11-22T08:26:40Z
 

@@ -19,8 +19,8 @@ from opentelemetry.proto.metrics.v1 import metrics_pb2 as m
 from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 from otlp_payloads import T0_NS, broker_headers, client_headers, every_kind_payload, producer_like_payload
 
-from airflow_provider_kip714 import otlp_native
-from airflow_provider_kip714.otlp_decoder import DecodedBatch, TopicRecord, decode_batch
+from airflow_provider_kip714.decoding import native as otlp_native
+from airflow_provider_kip714.decoding.decoder import DecodedBatch, TopicRecord, decode_batch
 
 RECORD_TS_MS = 1_763_800_000_000
 

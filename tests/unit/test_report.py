@@ -11,9 +11,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from airflow_provider_kip714.data_layout import Zone, troubleshoot_zone
 from airflow_provider_kip714.report import build_report, report_url_path
 from airflow_provider_kip714.report.builder import PLOTS_DIR
+from airflow_provider_kip714.storage.data_root import Zone, troubleshoot_zone
 
 START = datetime(2026, 3, 1, 10, 0, tzinfo=UTC)
 BUCKETS = 12

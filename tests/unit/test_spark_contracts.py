@@ -9,8 +9,8 @@ import pyarrow as pa
 import pytest
 from pyspark.sql import types as T
 
-from airflow_provider_kip714.landing_schema import DATAPOINT_SCHEMA as ARROW_DATAPOINTS
-from airflow_provider_kip714.topic_contract import BrokerMetric
+from airflow_provider_kip714.contract.landing_schema import DATAPOINT_SCHEMA as ARROW_DATAPOINTS
+from airflow_provider_kip714.contract.topic import BrokerMetric
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "spark_apps"))
 

@@ -6,9 +6,9 @@ import logging
 
 import pytest
 
-from airflow_provider_kip714.client_metrics_admin import ClientMetricsAdmin
 from airflow_provider_kip714.exceptions import ClusterUnreachableError
-from airflow_provider_kip714.kafka_python_config import to_kafka_python_kwargs
+from airflow_provider_kip714.subscriptions.admin import ClientMetricsAdmin
+from airflow_provider_kip714.subscriptions.kafka_python_config import to_kafka_python_kwargs
 
 PASSWORD = "pa55-never-logged"
 

@@ -6,9 +6,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from airflow_provider_kip714.contract.instance_id import to_kafka_form
 from airflow_provider_kip714.exceptions import SubscriptionValidationError
-from airflow_provider_kip714.instance_id import to_kafka_form
-from airflow_provider_kip714.subscription import MatchSelector, Subscription
+from airflow_provider_kip714.subscriptions.model import MatchSelector, Subscription
 
 EXPIRY = datetime(2026, 11, 22, 8, 30, tzinfo=UTC)
 WINDOW = "kip714-orders-exp20261122T083000Z-0a1b2c3d"

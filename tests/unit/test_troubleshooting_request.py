@@ -11,9 +11,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from airflow_provider_kip714.data_layout import Zone
 from airflow_provider_kip714.exceptions import SubscriptionValidationError
-from airflow_provider_kip714.troubleshooting import (
+from airflow_provider_kip714.storage.data_root import Zone
+from airflow_provider_kip714.subscriptions.window_name import format_window_name
+from airflow_provider_kip714.troubleshooting.request import (
     THRESHOLD_FIELDS,
     TroubleshootingRequest,
     WindowBounds,
@@ -22,7 +23,6 @@ from airflow_provider_kip714.troubleshooting import (
     window_rules,
     write_window_rules,
 )
-from airflow_provider_kip714.window_name import format_window_name
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 

@@ -7,8 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from airflow_provider_kip714.dev_airflow import REPO_ROOT, airflow_environment, local_bootstrap_servers
+from kip714_dev.airflow_standalone import REPO_ROOT, airflow_environment, local_bootstrap_servers
 
 
 def test_bootstrap_from_env_else_default_port(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from airflow_provider_kip714.data_layout import DATA_DIR_ENV, scheduled_zone, troubleshoot_zone
+from airflow_provider_kip714.storage.data_root import DATA_DIR_ENV, scheduled_zone, troubleshoot_zone
 from airflow_provider_kip714.ui.app import create_app
 from tests.ui.analytics_data import land_analytics
 

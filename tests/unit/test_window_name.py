@@ -7,9 +7,9 @@ from datetime import UTC, datetime, timedelta, timezone
 import pytest
 
 from airflow_provider_kip714.clock import FixedClock, ManualClock, SystemClock
-from airflow_provider_kip714.duration import parse_duration
 from airflow_provider_kip714.exceptions import InvalidWindowNameError, SubscriptionValidationError
-from airflow_provider_kip714.window_name import (
+from airflow_provider_kip714.subscriptions.duration import parse_duration
+from airflow_provider_kip714.subscriptions.window_name import (
     derive_suffix,
     format_window_name,
     is_window_name,

@@ -1,0 +1,1 @@
+"""The contract every layer uses: the telemetry topic, the landing schemas, client identity and selectors."""

@@ -1,0 +1,1 @@
+"""Launching the Spark apps from Airflow."""

@@ -1,0 +1,1 @@
+"""Where the provider keeps its files: the data root and its areas."""

@@ -1,0 +1,291 @@
+"""The client-metrics subscription model and Kafka's validation rules for it.
+
+A ``Subscription`` can only exist in a valid state: every rule of KIP714-FACTS.md is checked in
+``__post_init__``, so bad input is rejected with the field and the rule before the cluster is touched.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from airflow_provider_kip714.contract.instance_id import to_kafka_form
+from airflow_provider_kip714.exceptions import SubscriptionValidationError
+from airflow_provider_kip714.subscriptions.window_name import try_parse_window_name
+
+METRICS_KEY = "metrics"
+INTERVAL_KEY = "interval.ms"
+MATCH_KEY = "match"
+CONFIG_KEYS = (METRICS_KEY, INTERVAL_KEY, MATCH_KEY)
+
+MIN_INTERVAL_MS = 100
+MAX_INTERVAL_MS = 3_600_000
+DEFAULT_INTERVAL_MS = 300_000
+ALL_METRICS = "*"
+MAX_NAME_LENGTH = 255
+
+SELECTORS = (
+    "client_instance_id",
+    "client_id",
+    "client_software_name",
+    "client_software_version",
+    "client_source_address",
+    "client_source_port",
+)
+
+_UUID_HEX = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
+
+
+@dataclass(frozen=True)
+class MatchSelector:
+    """One ``selector=regex`` entry; the regex must match the client's whole value."""
+
+    selector: str
+    pattern: str
+
+    def __post_init__(self) -> None:
+        if self.selector not in SELECTORS:
+            raise SubscriptionValidationError(
+                "match", f"unknown selector; use one of {', '.join(SELECTORS)}", self.selector
+            )
+        if not self.pattern:
+            raise SubscriptionValidationError(
+                "match", f"{self.selector} needs a non-empty regex", self.pattern
+            )
+        if "," in self.pattern:
+            raise SubscriptionValidationError(
+                "match", "a regex cannot contain ',' (Kafka splits the match list on commas)", self.pattern
+            )
+        if self.pattern != self.pattern.strip():
+            raise SubscriptionValidationError(
+                "match",
+                "a regex cannot start or end with whitespace (Kafka trims list entries)",
+                self.pattern,
+            )
+        try:
+            re.compile(self.pattern)
+        except re.error as err:
+            raise SubscriptionValidationError(
+                "match", f"{self.selector} regex does not compile: {err}", self.pattern
+            ) from err
+
+    @classmethod
+    def parse(cls, entry: str) -> MatchSelector:
+        """Parse ``selector=regex`` (split on the first ``=``); hex instance ids become Kafka's base64."""
+        text = entry.strip()
+        selector, sep, pattern = text.partition("=")
+        if not sep:
+            raise SubscriptionValidationError("match", "each entry must be selector=regex", entry)
+        selector = selector.strip()
+        pattern = pattern.strip()
+        if selector == "client_instance_id" and _UUID_HEX.match(pattern):
+            pattern = to_kafka_form(pattern)
+        return cls(selector=selector, pattern=pattern)
+
+    def render(self) -> str:
+        return f"{self.selector}={self.pattern}"
+
+
+def _split_list(value: str | Iterable[str] | None) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [part.strip() for part in value.split(",")] if value.strip() else []
+    return [str(part).strip() for part in value]
+
+
+def parse_metrics(value: str | Iterable[str] | None) -> tuple[str, ...]:
+    """Metric-name prefixes from a comma list or an iterable (validated by ``Subscription``)."""
+    return tuple(_split_list(value))
+
+
+def parse_match(value: str | Iterable[str] | Mapping[str, str] | None) -> tuple[MatchSelector, ...]:
+    """Selectors from ``"a=x,b=y"``, ``["a=x", "b=y"]`` or ``{"a": "x"}``."""
+    if value is None:
+        return ()
+    if isinstance(value, Mapping):
+        return tuple(MatchSelector.parse(f"{key}={pattern}") for key, pattern in value.items())
+    return tuple(MatchSelector.parse(entry) for entry in _split_list(value))
+
+
+def parse_interval_ms(value: int | str | None) -> int:
+    if value is None:
+        return DEFAULT_INTERVAL_MS
+    if isinstance(value, bool):
+        raise SubscriptionValidationError("interval.ms", "must be an integer number of milliseconds", value)
+    if isinstance(value, int):
+        return value
+    text = str(value).strip()
+    if not re.fullmatch(r"-?\d+", text):
+        raise SubscriptionValidationError("interval.ms", "must be an integer number of milliseconds", value)
+    return int(text)
+
+
+def validate_name(name: str) -> None:
+    if not isinstance(name, str) or not name:
+        raise SubscriptionValidationError("name", "must be a non-empty string", name)
+    if len(name) > MAX_NAME_LENGTH:
+        raise SubscriptionValidationError("name", f"must be at most {MAX_NAME_LENGTH} characters", name)
+    if any(ch.isspace() or not ch.isprintable() for ch in name):
+        raise SubscriptionValidationError("name", "must not contain whitespace or control characters", name)
+
+
+@dataclass(frozen=True)
+class Subscription:
+    """One CLIENT_METRICS resource: which clients, which metric prefixes, how often.
+
+    ``block`` means "these clients push nothing" (an empty metric list; there is no separate key).
+    ``expires_at`` is set exactly when the name is a time-boxed window name, and must agree with it.
+    """
+
+    name: str
+    metrics: tuple[str, ...] = ()
+    interval_ms: int = DEFAULT_INTERVAL_MS
+    match: tuple[MatchSelector, ...] = ()
+    block: bool = False
+    expires_at: datetime | None = field(default=None)
+
+    def __post_init__(self) -> None:
+        validate_name(self.name)
+        self._validate_metrics()
+        self._validate_interval()
+        self._validate_match()
+        self._validate_expiry()
+
+    def _validate_metrics(self) -> None:
+        if isinstance(self.metrics, str):
+            raise SubscriptionValidationError(
+                "metrics", "must be a tuple of prefixes, not a string", self.metrics
+            )
+        seen: set[str] = set()
+        for prefix in self.metrics:
+            if not isinstance(prefix, str) or not prefix:
+                raise SubscriptionValidationError(
+                    "metrics", "prefixes must be non-empty strings (use '*' for every metric)", prefix
+                )
+            if "," in prefix or any(ch.isspace() for ch in prefix):
+                raise SubscriptionValidationError(
+                    "metrics", "a prefix cannot contain ',' or whitespace", prefix
+                )
+            if prefix in seen:
+                raise SubscriptionValidationError("metrics", "duplicate prefix", prefix)
+            seen.add(prefix)
+        if ALL_METRICS in seen and len(seen) > 1:
+            raise SubscriptionValidationError(
+                "metrics",
+                "'*' already means every metric; do not mix it with prefixes",
+                ",".join(self.metrics),
+            )
+        if self.block and self.metrics:
+            raise SubscriptionValidationError(
+                "block",
+                "a blocking subscription has no metrics; drop --metrics or --block",
+                ",".join(self.metrics),
+            )
+
+    def _validate_interval(self) -> None:
+        if isinstance(self.interval_ms, bool) or not isinstance(self.interval_ms, int):
+            raise SubscriptionValidationError("interval.ms", "must be an integer", self.interval_ms)
+        if not MIN_INTERVAL_MS <= self.interval_ms <= MAX_INTERVAL_MS:
+            raise SubscriptionValidationError(
+                "interval.ms", f"must be between {MIN_INTERVAL_MS} and {MAX_INTERVAL_MS} ms", self.interval_ms
+            )
+
+    def _validate_match(self) -> None:
+        seen: set[str] = set()
+        for selector in self.match:
+            if not isinstance(selector, MatchSelector):
+                raise SubscriptionValidationError("match", "entries must be MatchSelector", selector)
+            if selector.selector in seen:
+                raise SubscriptionValidationError(
+                    "match", "each selector may appear once (all selectors must match)", selector.selector
+                )
+            seen.add(selector.selector)
+
+    def _validate_expiry(self) -> None:
+        window = try_parse_window_name(self.name)
+        if self.expires_at is None:
+            if window is not None:
+                object.__setattr__(self, "expires_at", window.expires_at)
+            return
+        if self.expires_at.tzinfo is None or self.expires_at.utcoffset() is None:
+            raise SubscriptionValidationError("expires_at", "must be timezone-aware", self.expires_at)
+        if window is None:
+            raise SubscriptionValidationError(
+                "expires_at",
+                "Kafka stores no expiry key; only window names (kip714-<label>-exp<UTC>-<8 hex>) can expire",
+                self.name,
+            )
+        wanted = self.expires_at.astimezone(UTC).replace(microsecond=0)
+        if wanted != window.expires_at:
+            raise SubscriptionValidationError(
+                "expires_at",
+                f"disagrees with the expiry in the name ({window.expires_at.isoformat()})",
+                wanted,
+            )
+        object.__setattr__(self, "expires_at", window.expires_at)
+
+    @classmethod
+    def from_spec(
+        cls,
+        name: str,
+        metrics: str | Iterable[str] | None = None,
+        interval_ms: int | str | None = None,
+        match: str | Iterable[str] | Mapping[str, str] | None = None,
+        block: bool = False,
+        expires_at: datetime | None = None,
+    ) -> Subscription:
+        """Build from loose user input (comma lists, strings, mappings)."""
+        return cls(
+            name=name,
+            metrics=parse_metrics(metrics),
+            interval_ms=parse_interval_ms(interval_ms),
+            match=parse_match(match),
+            block=block,
+            expires_at=expires_at,
+        )
+
+    @classmethod
+    def from_configs(cls, name: str, configs: Mapping[str, str | None]) -> Subscription:
+        """Build from the key/values a broker describes; unknown keys are a contract break."""
+        unknown = sorted(set(configs) - set(CONFIG_KEYS))
+        if unknown:
+            raise SubscriptionValidationError("configs", f"unknown keys; Kafka allows {CONFIG_KEYS}", unknown)
+        metrics = parse_metrics(configs.get(METRICS_KEY) or "")
+        return cls.from_spec(
+            name=name,
+            metrics=metrics,
+            interval_ms=configs.get(INTERVAL_KEY) or DEFAULT_INTERVAL_MS,
+            match=configs.get(MATCH_KEY) or "",
+            block=not metrics,
+        )
+
+    def to_configs(self) -> dict[str, str]:
+        """The three keys as Kafka stores them (comma lists, milliseconds as text)."""
+        return {
+            METRICS_KEY: ",".join(self.metrics),
+            INTERVAL_KEY: str(self.interval_ms),
+            MATCH_KEY: ",".join(selector.render() for selector in self.match),
+        }
+
+    def same_content(self, other: Subscription) -> bool:
+        """True when both would make the broker behave the same (names and list order aside)."""
+        return (
+            set(self.metrics) == set(other.metrics)
+            and self.interval_ms == other.interval_ms
+            and set(self.match) == set(other.match)
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-ready view for the CLI and XCom (no secrets live here)."""
+        return {
+            "name": self.name,
+            "metrics": list(self.metrics),
+            "interval_ms": self.interval_ms,
+            "match": [selector.render() for selector in self.match],
+            "block": not self.metrics,
+            "expires_at": self.expires_at.isoformat() if self.expires_at else None,
+        }

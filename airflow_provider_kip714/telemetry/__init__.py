@@ -1,0 +1,1 @@
+"""Reading the telemetry topic and landing it exactly once."""

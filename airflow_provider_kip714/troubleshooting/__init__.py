@@ -1,0 +1,1 @@
+"""The troubleshooting DAG's domain: the Param form, the request, the window's rules."""

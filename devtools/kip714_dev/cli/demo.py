@@ -1,0 +1,37 @@
+"""``kip714 demo``: run the end-to-end demo (see devtools/kip714_dev/demo/runner.py)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "demo",
+        help="local Kafka + real clients + the troubleshooting and rollup DAGs, end to end",
+        description=__doc__,
+    )
+    parser.add_argument(
+        "--work-dir", type=Path, default=None, help="default $KIP714_DEMO_DIR or ~/.local/state/kip714/demo"
+    )
+    parser.add_argument(
+        "--warmup", type=int, default=None, help="seconds of fleet history before the window (default 40)"
+    )
+    parser.add_argument(
+        "--window", type=int, default=None, help="troubleshooting window length in seconds (default 120)"
+    )
+    parser.set_defaults(func=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    # Imported here: the demo pulls in pandas/pyarrow, which every other kip714 command can do without.
+    from kip714_dev.demo.runner import DemoSettings, default_demo_dir, run_demo
+
+    chosen = {"warmup_s": args.warmup, "window_s": args.window}
+    settings = DemoSettings(
+        work_dir=(args.work_dir or default_demo_dir()).resolve(),
+        **{name: value for name, value in chosen.items() if value is not None},
+    )
+    return run_demo(settings)

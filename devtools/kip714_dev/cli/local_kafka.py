@@ -1,0 +1,244 @@
+"""``kip714 local-kafka install|start|stop|status``: a real single-node Apache Kafka on 127.0.0.1."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from dataclasses import asdict
+from pathlib import Path
+from typing import Final
+
+from airflow_provider_kip714.contract.topic import DEFAULT_TELEMETRY_TOPIC
+from kip714_dev.errors import LocalKafkaError
+from kip714_dev.local_kafka.broker_config import (
+    DEFAULT_BROKER_METRICS_INTERVAL_MS,
+    DEFAULT_CONTROLLER_PORT,
+    DEFAULT_NODE_ID,
+    DEFAULT_PORT,
+    DEFAULT_SASL_PORT,
+    BrokerSettings,
+    default_data_dir,
+    parse_overrides,
+    parse_sasl_users,
+)
+from kip714_dev.local_kafka.distribution import ensure_distribution
+from kip714_dev.local_kafka.launcher import (
+    DEFAULT_READY_TIMEOUT_S,
+    DEFAULT_STOP_TIMEOUT_S,
+    BrokerNotReadyError,
+    broker_status,
+    start_broker,
+    stop_broker,
+)
+from kip714_dev.local_kafka.plugin_jar import default_plugin_jar
+from kip714_dev.local_kafka.versions import DEFAULT_KAFKA_VERSION, KafkaVersion
+
+log = logging.getLogger(__name__)
+
+EXIT_NOT_RUNNING: Final = 3
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    group = subparsers.add_parser(
+        "local-kafka",
+        help="run a real single-node Apache Kafka (KRaft) on 127.0.0.1",
+        description="Run a real single-node Apache Kafka (KRaft combined mode) from Maven Central jars.",
+    )
+    commands = group.add_subparsers(dest="local_kafka_command", required=True, metavar="ACTION")
+
+    install = commands.add_parser("install", help="resolve Kafka's jars into the cache (no broker started)")
+    _add_version_option(install)
+    install.set_defaults(func=run_install)
+
+    start = commands.add_parser("start", help="start the broker in the background and wait until it answers")
+    _add_version_option(start)
+    _add_data_dir_option(start)
+    start.add_argument(
+        "--port", type=int, default=DEFAULT_PORT, help="PLAINTEXT listener port (default %(default)s)"
+    )
+    start.add_argument(
+        "--controller-port",
+        type=int,
+        default=DEFAULT_CONTROLLER_PORT,
+        help="KRaft controller port (default %(default)s)",
+    )
+    start.add_argument(
+        "--sasl-port",
+        type=int,
+        default=DEFAULT_SASL_PORT,
+        help="SASL_PLAINTEXT listener port (default %(default)s)",
+    )
+    start.add_argument(
+        "--node-id", type=int, default=DEFAULT_NODE_ID, help="KRaft node id (default %(default)s)"
+    )
+    start.add_argument(
+        "--sasl-users",
+        metavar="USER:PASSWORD,...",
+        help="add a SASL_PLAINTEXT listener (mechanism PLAIN) with these users",
+    )
+    start.add_argument(
+        "--telemetry-max-bytes", type=int, help="broker telemetry.max.bytes (Kafka default 1 MiB)"
+    )
+    start.add_argument(
+        "--override",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="extra broker config; repeat for several",
+    )
+    plugin = start.add_mutually_exclusive_group()
+    plugin.add_argument(
+        "--plugin-jar",
+        type=Path,
+        help="KIP-714 broker plugin jar (default: $KIP714_PLUGIN_JAR or "
+        "broker_plugin/target/kip714-broker-plugin.jar)",
+    )
+    plugin.add_argument("--no-plugin", action="store_true", help="start without the broker plugin")
+    start.add_argument(
+        "--telemetry-topic",
+        default=DEFAULT_TELEMETRY_TOPIC,
+        help="topic the plugin writes (default %(default)s)",
+    )
+    start.add_argument(
+        "--broker-metrics-interval-ms",
+        type=int,
+        default=DEFAULT_BROKER_METRICS_INTERVAL_MS,
+        help="how often the plugin writes broker-metric records (default %(default)s)",
+    )
+    start.add_argument(
+        "--ready-timeout", type=float, default=DEFAULT_READY_TIMEOUT_S, help="seconds to wait for the broker"
+    )
+    start.add_argument(
+        "--repair-cache",
+        action="store_true",
+        help="re-resolve a damaged jar cache instead of refusing to start",
+    )
+    start.add_argument("--json", action="store_true", help="print the state as JSON")
+    start.set_defaults(func=run_start)
+
+    status = commands.add_parser("status", help="exit 0 when the broker runs, 3 when it does not")
+    _add_data_dir_option(status)
+    status.add_argument("--json", action="store_true", help="print the state as JSON")
+    status.set_defaults(func=run_status)
+
+    stop = commands.add_parser("stop", help="stop the broker cleanly (SIGTERM, SIGKILL only after a timeout)")
+    _add_data_dir_option(stop)
+    stop.add_argument(
+        "--timeout",
+        type=float,
+        default=DEFAULT_STOP_TIMEOUT_S,
+        help="seconds before SIGKILL (default %(default)s)",
+    )
+    stop.set_defaults(func=run_stop)
+
+
+def _add_version_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--kafka-version", default=DEFAULT_KAFKA_VERSION, help="Apache Kafka release (default %(default)s)"
+    )
+
+
+def _add_data_dir_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--data-dir",
+        type=Path,
+        default=None,
+        help="storage, config, logs, PID and state "
+        "(default $KIP714_LOCAL_KAFKA_DIR or ~/.local/state/kip714/local-kafka)",
+    )
+
+
+def _data_dir(args: argparse.Namespace) -> Path:
+    return (args.data_dir or default_data_dir()).expanduser().resolve()
+
+
+def run_install(args: argparse.Namespace) -> int:
+    version = KafkaVersion.parse(args.kafka_version)
+    distribution = ensure_distribution(version, repair=True)
+    print(f"Apache Kafka {version}: {len(distribution.classpath())} jars in {distribution.libs_dir}")
+    return 0
+
+
+def settings_from_args(args: argparse.Namespace) -> BrokerSettings:
+    """Turn ``start``'s options into checked broker settings (errors name the option)."""
+    plugin_jar: Path | None = None
+    if args.plugin_jar is not None:
+        plugin_jar = args.plugin_jar.expanduser().resolve()
+        if not plugin_jar.is_file():
+            raise LocalKafkaError(f"--plugin-jar: {plugin_jar} does not exist (build it with `make plugin`)")
+    elif not args.no_plugin:
+        plugin_jar = default_plugin_jar()
+        if plugin_jar is None:
+            log.warning(
+                "broker plugin jar not built (run `make plugin`); starting without it: "
+                "the broker will not advertise the KIP-714 APIs and clients will not push"
+            )
+    return BrokerSettings(
+        data_dir=_data_dir(args),
+        kafka_version=KafkaVersion.parse(args.kafka_version),
+        port=args.port,
+        controller_port=args.controller_port,
+        sasl_port=args.sasl_port,
+        node_id=args.node_id,
+        sasl_users=parse_sasl_users(args.sasl_users) if args.sasl_users is not None else {},
+        telemetry_max_bytes=args.telemetry_max_bytes,
+        telemetry_topic=args.telemetry_topic,
+        broker_metrics_interval_ms=args.broker_metrics_interval_ms,
+        plugin_jar=plugin_jar,
+        overrides=parse_overrides(args.override),
+    )
+
+
+def run_start(args: argparse.Namespace) -> int:
+    settings = settings_from_args(args)
+    started = start_broker(settings, ready_timeout_s=args.ready_timeout, repair_cache=args.repair_cache)
+    state = started.state
+    if args.json:
+        print(json.dumps(asdict(state), indent=2, sort_keys=True))
+        return 0
+    plugin = f"plugin {state.plugin_jar}" if state.plugin_jar else "no broker plugin"
+    print(f"Apache Kafka {state.kafka_version} ready (pid {state.pid}, {plugin})")
+    print(f"bootstrap servers: {state.bootstrap_servers}")
+    if state.sasl_bootstrap_servers:
+        print(
+            f"SASL_PLAINTEXT (PLAIN) bootstrap servers: {state.sasl_bootstrap_servers} "
+            f"users: {', '.join(state.sasl_users)}"
+        )
+    print(f"logs: {state.log_path}")
+    return 0
+
+
+def run_status(args: argparse.Namespace) -> int:
+    data_dir = _data_dir(args)
+    try:
+        state = broker_status(data_dir)
+    except BrokerNotReadyError as err:
+        print(str(err), file=sys.stderr)
+        return EXIT_NOT_RUNNING
+    if state is None:
+        print(f"no local Kafka runs from {data_dir}", file=sys.stderr if args.json else sys.stdout)
+        return EXIT_NOT_RUNNING
+    if args.json:
+        print(json.dumps(asdict(state), indent=2, sort_keys=True))
+    else:
+        sasl = f", SASL_PLAINTEXT {state.sasl_bootstrap_servers}" if state.sasl_bootstrap_servers else ""
+        print(
+            f"running: Apache Kafka {state.kafka_version} pid {state.pid}, "
+            f"bootstrap {state.bootstrap_servers}{sasl}, "
+            f"logs {state.log_path}"
+        )
+    return 0
+
+
+def run_stop(args: argparse.Namespace) -> int:
+    data_dir = _data_dir(args)
+    outcome = stop_broker(data_dir, args.timeout)
+    if not outcome.was_running:
+        print(f"no local Kafka runs from {data_dir}")
+    elif outcome.killed:
+        print(f"stopped pid {outcome.pid} with SIGKILL after {args.timeout:.0f} s without a clean shutdown")
+    else:
+        print(f"stopped pid {outcome.pid}")
+    return 0

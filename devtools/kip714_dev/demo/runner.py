@@ -1,0 +1,324 @@
+"""``kip714 demo``: the whole story on this machine, with embedded defaults and nothing to configure.
+
+Local Apache Kafka with the broker plugin, a fleet of real clients (two of them misbehaving), a
+troubleshooting window opened by ``kip714_troubleshoot`` (``airflow dags test``) aimed at the slow
+consumer, then ``kip714_rollups`` over the same period, a report, and proof that no subscription is
+left. Everything the demo starts, it stops; a second run starts from a clean slate by itself.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from airflow_provider_kip714.exceptions import Kip714Error
+from airflow_provider_kip714.report.builder import build_report
+from airflow_provider_kip714.storage.data_root import DATA_DIR_ENV, scheduled_zone, troubleshoot_zones
+from airflow_provider_kip714.subscriptions.admin import ClientMetricsAdmin
+from airflow_provider_kip714.subscriptions.kafka_python_config import to_kafka_python_kwargs
+from airflow_provider_kip714.subscriptions.model import Subscription, parse_match
+from kip714_dev.airflow_standalone import airflow_environment
+from kip714_dev.demo.fleet import ClientFleet, default_fleet
+from kip714_dev.demo.summary import anomaly_lines, telemetry_seen
+from kip714_dev.local_kafka.cluster import LocalKafkaCluster
+from kip714_dev.local_kafka.cluster_factory import LocalKafkaClusterFactory
+from kip714_dev.local_kafka.launcher import broker_status, stop_broker
+
+log = logging.getLogger("kip714.demo")
+
+DEMO_DIR_ENV = "KIP714_DEMO_DIR"
+STANDING_SUBSCRIPTION = "kip714-demo-standing-reask"
+FLEET_MATCH = "client_id=demo-.*"
+SLOW_CONSUMER_MATCH = "demo-audit-consumer-.*"
+KAFKA_DIR_NAME = "kafka"
+
+
+def default_demo_dir() -> Path:
+    configured = os.environ.get(DEMO_DIR_ENV)
+    return (
+        Path(configured).expanduser() if configured else Path.home() / ".local" / "state" / "kip714" / "demo"
+    )
+
+
+@dataclass(frozen=True)
+class DemoSettings:
+    work_dir: Path
+    warmup_s: int = 40
+    window_s: int = 120
+    window_interval_ms: int = 1000
+    fleet_interval_ms: int = 5000
+    standing_interval_ms: int = 5000
+    fleet_window: str = "20m"
+
+
+class Steps:
+    """Numbered progress lines, with the time each step took."""
+
+    def __init__(self, total: int) -> None:
+        self.total = total
+        self.number = 0
+        self.started = time.monotonic()
+
+    @contextmanager
+    def step(self, title: str) -> Iterator[None]:
+        self.number += 1
+        print(f"\n[{self.number}/{self.total}] {title} ...", flush=True)
+        began = time.monotonic()
+        yield
+        print(
+            f"[{self.number}/{self.total}] done in {time.monotonic() - began:.1f} s "
+            f"(demo at {time.monotonic() - self.started:.0f} s)",
+            flush=True,
+        )
+
+
+def _admin(bootstrap: str) -> ClientMetricsAdmin:
+    return ClientMetricsAdmin(to_kafka_python_kwargs({"bootstrap.servers": bootstrap}))
+
+
+def _stop_leftover(kafka_dir: Path) -> None:
+    if kafka_dir.exists() and broker_status(kafka_dir) is not None:
+        print(f"  stopping the broker a previous demo left running in {kafka_dir}")
+        stop_broker(kafka_dir, 30)
+
+
+def _start_kafka(work_dir: Path) -> LocalKafkaCluster:
+    cluster = LocalKafkaClusterFactory(work_dir).start(
+        name=KAFKA_DIR_NAME, sasl_users={}, broker_metrics_interval_ms=10_000
+    )
+    if not cluster.plugin_loaded:
+        cluster.stop()
+        raise Kip714Error("the broker plugin jar is missing: run `make plugin` (make demo does it for you)")
+    return cluster
+
+
+def _run_cli(*args: str) -> dict[str, Any]:
+    command = [str(Path(sys.executable).parent / "kip714"), *args, "--json"]
+    print("  $ " + " ".join(command[1:]), flush=True)
+    completed = subprocess.run(command, capture_output=True, text=True, check=False)
+    if completed.returncode != 0:
+        raise Kip714Error(f"{' '.join(command[1:3])} failed: {completed.stderr.strip()}")
+    return json.loads(completed.stdout)
+
+
+def _wait_for_fleet(bootstrap: str, client_ids: list[str], since: datetime, timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    seen: set[str] = set()
+    while time.monotonic() < deadline:
+        seen = telemetry_seen(bootstrap, since)
+        waiting = sorted(set(client_ids) - seen)
+        print(f"  pushes seen from {len(client_ids) - len(waiting)}/{len(client_ids)} clients", flush=True)
+        if not waiting:
+            return
+        time.sleep(5)
+    raise Kip714Error(
+        f"no telemetry within {timeout_s:.0f} s from: {', '.join(sorted(set(client_ids) - seen))}"
+    )
+
+
+def _airflow(env: dict[str, str], *args: str, title: str) -> None:
+    command = [str(Path(sys.executable).parent / "airflow"), *args]
+    print("  $ airflow " + " ".join(args), flush=True)
+    process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    assert process.stdout is not None
+    tail: list[str] = []
+    for line in process.stdout:
+        tail = [*tail[-40:], line.rstrip()]
+        shown = task_log_line(line)
+        if shown:
+            print(f"  | {shown}", flush=True)
+    if process.wait() != 0:
+        print("\n".join(f"  ! {line}" for line in tail), flush=True)
+        raise Kip714Error(f"{title} failed (exit {process.returncode}); its last log lines are above")
+
+
+_STRUCTLOG = re.compile(
+    r"^\d{4}-\d\d-\d\dT(\d\d:\d\d:\d\d)\.\d+Z \[(\w+)\s*\] (.*?)(?: \[([\w.]+)\])?(?: loc=.*)?$"
+)
+_OUR_LOGGERS = ("airflow_provider_kip714", "kip714", "airflow.task.operators")
+_SPARK_LINES = ("KIP714_SUMMARY", "kip714:")
+
+
+def task_log_line(line: str) -> str | None:
+    """The part of ``airflow dags test`` output a demo viewer wants: task starts/ends and our own logs."""
+    match = _STRUCTLOG.match(line.rstrip())
+    if not match:
+        return None
+    clock, level, message, logger = match.groups()
+    logger = logger or ""
+    if message.startswith("[DAG TEST] starting task_id="):
+        return f"{clock} > {message.split('=')[1].split()[0]}"
+    if message.startswith("[DAG TEST] end task task_id="):
+        return f"{clock}   {message.split('=')[1].split()[0]} done"
+    if "spark_submit" in logger or logger.endswith("SparkSubmitHook"):
+        return f"{clock}   {message}" if any(key in message for key in _SPARK_LINES) else None
+    if level in ("error", "critical") or logger.startswith(_OUR_LOGGERS) or logger == "task.stdout":
+        return f"{clock}   {message}"
+    return None
+
+
+def troubleshoot_conf(settings: DemoSettings) -> dict[str, Any]:
+    return {
+        "client_id": SLOW_CONSUMER_MATCH,
+        "min_clients": 2,
+        "metrics": ["org.apache.kafka.consumer."],
+        "interval_ms": settings.window_interval_ms,
+        "window_seconds": settings.window_s,
+        "bucket": "10s",
+        "thresholds": [
+            {
+                "metric_prefix": "org.apache.kafka.consumer.poll.idle.ratio.avg",
+                "comparison": "<",
+                "threshold": 0.3,
+                "critical_threshold": 0.05,
+                "for_seconds": 30,
+            }
+        ],
+    }
+
+
+def run_demo(settings: DemoSettings) -> int:
+    logging.getLogger("kafka").setLevel(logging.WARNING)  # kafka-python narrates every connection
+    steps = Steps(total=9)
+    work = settings.work_dir
+    kafka_dir, data_dir, airflow_home = work / KAFKA_DIR_NAME, work / "data", work / "airflow"
+    cluster: LocalKafkaCluster | None = None
+    fleet: ClientFleet | None = None
+    fleet_window: str | None = None
+    try:
+        with steps.step(f"Preparing {work} (a previous demo's state is removed)"):
+            _stop_leftover(kafka_dir)
+            for folder in (kafka_dir, data_dir, work / "fleet-logs"):
+                shutil.rmtree(folder, ignore_errors=True)
+            airflow_home.mkdir(parents=True, exist_ok=True)
+            os.environ[DATA_DIR_ENV] = str(data_dir)
+
+        with steps.step("Starting Apache Kafka with the KIP-714 broker plugin"):
+            cluster = _start_kafka(work)
+            bootstrap = cluster.bootstrap_servers
+            print(f"  Apache Kafka {cluster.kafka_version} at {bootstrap}; log {cluster.log_path}")
+
+        with steps.step("Subscriptions: a standing re-ask subscription and a fleet-wide window (kip714 CLI)"):
+            with _admin(bootstrap) as admin:
+                admin.upsert(
+                    Subscription(
+                        name=STANDING_SUBSCRIPTION,
+                        block=True,
+                        interval_ms=settings.standing_interval_ms,
+                        match=parse_match(FLEET_MATCH),
+                    )
+                )
+            print(
+                f"  {STANDING_SUBSCRIPTION}: no metrics, idle demo clients re-ask every "
+                f"{settings.standing_interval_ms} ms, so a new window reaches them quickly"
+            )
+            created = _run_cli(
+                "subscriptions",
+                "add",
+                "--bootstrap-server",
+                bootstrap,
+                "--window",
+                settings.fleet_window,
+                "--label",
+                "demo-fleet",
+                "--metrics",
+                "org.apache.kafka.",
+                "--interval",
+                str(settings.fleet_interval_ms),
+                "--match",
+                FLEET_MATCH,
+            )
+            fleet_window = created["name"]
+            print(f"  fleet window {fleet_window}")
+
+        with steps.step("Starting the client fleet (librdkafka producers/consumers, a Java producer)"):
+            fleet_started = datetime.now(UTC)
+            fleet = ClientFleet(bootstrap, default_fleet(), work / "fleet-logs", max_seconds=1200)
+            fleet.start()
+            _wait_for_fleet(bootstrap, [s.client_id for s in fleet.specs], fleet_started, timeout_s=90)
+            print(f"  letting the fleet run {settings.warmup_s} s so there is history to compare against")
+            time.sleep(settings.warmup_s)
+            if dead := fleet.check_alive():
+                raise Kip714Error(f"clients exited early: {', '.join(dead)} (logs in {work / 'fleet-logs'})")
+
+        env = airflow_environment(airflow_home, bootstrap, base=dict(os.environ))
+        with steps.step("Airflow metadata database (SQLite)"):
+            _airflow(env, "db", "migrate", title="airflow db migrate")
+
+        with steps.step(f"kip714_troubleshoot on the slow consumer ({settings.window_s} s window)"):
+            conf = troubleshoot_conf(settings)
+            _airflow(
+                env,
+                "dags",
+                "test",
+                "kip714_troubleshoot",
+                "-c",
+                json.dumps(conf),
+                title="kip714_troubleshoot",
+            )
+
+        with steps.step("kip714_rollups over the demo's period"):
+            # An hourly data-interval timetable: `dags test` at T runs the interval that ends at T.
+            hour = fleet_started.replace(minute=0, second=0, microsecond=0)
+            while hour <= datetime.now(UTC):
+                run_at = (hour + timedelta(hours=1)).isoformat()
+                _airflow(env, "dags", "test", "kip714_rollups", run_at, title="kip714_rollups")
+                hour += timedelta(hours=1)
+
+        with steps.step("Results"):
+            zones = troubleshoot_zones(data_dir)
+            report = zones[0].report / "report.html" if zones else None
+            if report is None or not report.is_file():
+                raise Kip714Error(f"no troubleshooting report under {data_dir / 'troubleshoot'}")
+            print(f"  Troubleshooting report: {report}")
+            fleet_report = build_report(
+                scheduled_zone(),
+                title="KIP-714 fleet report (kip714_rollups)",
+                window=(fleet_started, datetime.now(UTC)),
+            )
+            print(
+                f"  Fleet report:           {fleet_report.html_path} "
+                f"({fleet_report.clients} clients, {fleet_report.anomalies} anomalies)"
+            )
+            for zone_name, zone in (
+                ("troubleshooting window", zones[0]),
+                ("hourly rollups", scheduled_zone()),
+            ):
+                lines = anomaly_lines(zone)
+                print(f"  Anomalies in the {zone_name} ({len(lines)}):")
+                for line in lines[:12] or ["(none)"]:
+                    print(f"    {line}")
+
+        with steps.step("Cleaning up: subscriptions, clients, broker"):
+            with _admin(bootstrap) as admin:
+                for name in (fleet_window, STANDING_SUBSCRIPTION):
+                    if name:
+                        admin.delete(name)
+                left = admin.list_names()
+            fleet_window = None
+            if left:
+                raise Kip714Error(f"subscriptions left on the cluster: {', '.join(left)}")
+            print("  No client-metrics subscription is left on the cluster.")
+        return 0
+    finally:
+        if fleet is not None:
+            fleet.stop()
+        if cluster is not None and not cluster.stopped:
+            if fleet_window:
+                with _admin(cluster.bootstrap_servers) as admin:
+                    admin.delete(fleet_window)
+                    admin.delete(STANDING_SUBSCRIPTION)
+            cluster.stop()
+            print("  Stopped the demo's clients and broker.", flush=True)

@@ -1,0 +1,72 @@
+"""What the demo prints: which clients pushed, and the anomalies found, with who and where."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+
+import pyarrow.dataset as ds
+from confluent_kafka import Consumer, TopicPartition
+
+from airflow_provider_kip714.contract.topic import DEFAULT_TELEMETRY_TOPIC, Header, RecordType
+from airflow_provider_kip714.storage.data_root import Zone
+
+
+def telemetry_seen(bootstrap: str, since: datetime, topic: str = DEFAULT_TELEMETRY_TOPIC) -> set[str]:
+    """Client ids with at least one push on the topic since ``since`` (headers only, no decoding)."""
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"kip714-demo-{uuid.uuid4().hex[:8]}",
+            "enable.auto.commit": False,
+            "enable.metrics.push": False,
+        }
+    )
+    seen: set[str] = set()
+    try:
+        metadata = consumer.list_topics(topic, timeout=10).topics.get(topic)
+        if metadata is None or metadata.error is not None:
+            return seen
+        starts = consumer.offsets_for_times(
+            [TopicPartition(topic, p, int(since.timestamp() * 1000)) for p in metadata.partitions], timeout=10
+        )
+        wanted = [tp for tp in starts if tp.offset >= 0]
+        if not wanted:
+            return seen
+        ends = {tp.partition: consumer.get_watermark_offsets(tp, timeout=10)[1] for tp in wanted}
+        consumer.assign(wanted)
+        remaining = {tp.partition for tp in wanted if tp.offset < ends[tp.partition]}
+        while remaining:
+            messages = consumer.consume(500, timeout=2)
+            if not messages:
+                break
+            for message in messages:
+                if message.error():
+                    continue
+                headers = {k: (v or b"").decode() for k, v in message.headers() or []}
+                if headers.get(Header.TYPE) == RecordType.CLIENT:
+                    seen.add(headers.get(Header.CLIENT_ID, ""))
+                if message.offset() + 1 >= ends[message.partition()]:
+                    remaining.discard(message.partition())
+    finally:
+        consumer.close()
+    return seen
+
+
+def anomaly_lines(zone: Zone) -> list[str]:
+    """One readable line per anomaly, most severe and longest first."""
+    path = zone.table("anomalies")
+    if not path.is_dir() or not any(path.rglob("*.parquet")):
+        return []
+    table = ds.dataset(path, format="parquet", partitioning="hive").to_table()
+    rows = sorted(
+        table.to_pylist(),
+        key=lambda r: (r["severity"] != "critical", -(r["duration_seconds"] or 0)),
+    )
+    return [_anomaly_line(row) for row in rows]
+
+
+def _anomaly_line(row: dict[str, object]) -> str:
+    software = f"{row['client_software_name']} {row['client_software_version']}"
+    where = f"{software}, {row['client_source_address']}, {row['principal']}"
+    return f"{row['severity']:<8} {row['client_id'] or '?'} ({where}): {row['description']}"

@@ -1,0 +1,1 @@
+"""Test and benchmark support shared by several suites (synthetic landing data)."""
