@@ -1,25 +1,31 @@
 package io.kip714.broker;
 
+import org.apache.kafka.common.config.AbstractConfig;
+import org.apache.kafka.common.config.ConfigDef;
+import org.apache.kafka.common.config.ConfigDef.Importance;
+import org.apache.kafka.common.config.ConfigDef.Type;
 import org.apache.kafka.common.config.ConfigException;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
-import java.util.ArrayList;
 import java.util.HashMap;
-import java.util.HashSet;
-import java.util.List;
-import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
+import java.util.TreeSet;
 
 /**
- * The plugin's settings, read from the broker's own configs (every key optional). Invalid values
- * fail broker start-up with a {@link ConfigException} naming the key: a misconfiguration is not a
- * transient failure.
+ * The plugin's settings: every {@code kip714.*} key is defined on a Kafka {@link ConfigDef} (type,
+ * default, validator, importance, doc) and read from the broker's own configs. Invalid values fail
+ * broker start-up with a {@link ConfigException} naming the key: a misconfiguration is not a
+ * transient failure. {@code kip714.producer.*} is passed through to the plugin's producer as is.
  */
-final class PluginConfig {
+final class PluginConfig extends AbstractConfig {
+    private static final Logger log = LoggerFactory.getLogger(PluginConfig.class);
+
     static final String PREFIX = "kip714.";
+    static final String PRODUCER_PREFIX = PREFIX + "producer.";
     static final String TOPIC = PREFIX + "topic";
     static final String BOOTSTRAP_SERVERS = PREFIX + "bootstrap.servers";
-    static final String PRODUCER_PREFIX = PREFIX + "producer.";
     static final String BROKER_METRICS_INTERVAL_MS = PREFIX + "broker.metrics.interval.ms";
     static final String BROKER_METRICS_INSTANCES_PER_RECORD = PREFIX + "broker.metrics.instances.per.record";
     static final String BUFFER_MAX_RECORDS = PREFIX + "buffer.max.records";
@@ -28,6 +34,30 @@ final class PluginConfig {
     static final String TOPIC_PARTITIONS = PREFIX + "topic.partitions";
     static final String TOPIC_REPLICATION_FACTOR = PREFIX + "topic.replication.factor";
     static final String CLOSE_TIMEOUT_MS = PREFIX + "close.timeout.ms";
+
+    static final ConfigDef CONFIG_DEF = new ConfigDef()
+        .define(TOPIC, Type.STRING, TopicContract.DEFAULT_TOPIC, ConfigValidators.nonBlank(), Importance.HIGH,
+            "Topic the plugin writes client pushes and broker records to.")
+        .define(BOOTSTRAP_SERVERS, Type.STRING, "", Importance.HIGH,
+            "Where the plugin's producer connects. Empty: the broker's own first non-controller listener "
+                + "(advertised.listeners, else listeners; a PLAINTEXT one preferred), whose security "
+                + "protocol the producer then uses.")
+        .define(BROKER_METRICS_INTERVAL_MS, Type.LONG, 30_000L, ConfigValidators.between(100, 86_400_000),
+            Importance.MEDIUM, "How often the broker metrics record is written, in ms.")
+        .define(BROKER_METRICS_INSTANCES_PER_RECORD, Type.INT, BrokerMetricsCollector.DEFAULT_INSTANCES_PER_RECORD,
+            ConfigValidators.between(1, 100_000), Importance.LOW,
+            "Client instances per broker metrics record; more clients make several records per interval.")
+        .define(BUFFER_MAX_RECORDS, Type.INT, 10_000, ConfigValidators.between(1, 10_000_000), Importance.MEDIUM,
+            "Records that may wait for the producer; more are dropped (reason buffer_full).")
+        .define(BUFFER_MAX_BYTES, Type.LONG, 64L * 1024 * 1024, ConfigValidators.between(1024, Long.MAX_VALUE),
+            Importance.MEDIUM, "Bytes that may wait for the producer; more are dropped (reason buffer_full).")
+        .define(TOPIC_CREATE, Type.BOOLEAN, true, Importance.MEDIUM, "Create the topic when it is missing.")
+        .define(TOPIC_PARTITIONS, Type.INT, -1, ConfigValidators.minusOneOrBetween(1, 100_000), Importance.LOW,
+            "Partitions when the plugin creates the topic; -1: the broker's num.partitions.")
+        .define(TOPIC_REPLICATION_FACTOR, Type.INT, -1, ConfigValidators.minusOneOrBetween(1, Short.MAX_VALUE),
+            Importance.MEDIUM, "Replication factor when the plugin creates the topic; -1: the broker default.")
+        .define(CLOSE_TIMEOUT_MS, Type.LONG, 1_000L, ConfigValidators.between(0, 600_000), Importance.LOW,
+            "How long broker shutdown waits for records already handed to the producer, in ms.");
 
     final String topic;
     final String bootstrapServers;
@@ -40,162 +70,78 @@ final class PluginConfig {
     final long bufferMaxBytes;
     final boolean topicCreate;
     final int topicPartitions;
-    final short topicReplicationFactor;
+    final int topicReplicationFactor;
     final long closeTimeoutMs;
     final String nodeId;
 
     PluginConfig(Map<String, ?> configs) {
-        topic = stringValue(configs, TOPIC, TopicContract.DEFAULT_TOPIC);
-        if (topic.isBlank()) {
-            throw new ConfigException(TOPIC, topic, "must not be empty");
-        }
-        brokerMetricsIntervalMs = longValue(configs, BROKER_METRICS_INTERVAL_MS, 30_000L, 100L, 86_400_000L);
-        brokerMetricsInstancesPerRecord = (int) longValue(configs, BROKER_METRICS_INSTANCES_PER_RECORD,
-            BrokerMetricsCollector.DEFAULT_INSTANCES_PER_RECORD, 1L, 100_000L);
-        bufferMaxRecords = (int) longValue(configs, BUFFER_MAX_RECORDS, 10_000L, 1L, 10_000_000L);
-        bufferMaxBytes = longValue(configs, BUFFER_MAX_BYTES, 64L * 1024 * 1024, 1024L, Long.MAX_VALUE);
-        topicCreate = booleanValue(configs, TOPIC_CREATE, true);
-        topicPartitions = (int) longValue(configs, TOPIC_PARTITIONS, -1L, -1L, 100_000L);
-        topicReplicationFactor = (short) longValue(configs, TOPIC_REPLICATION_FACTOR, -1L, -1L, Short.MAX_VALUE);
-        closeTimeoutMs = longValue(configs, CLOSE_TIMEOUT_MS, 1_000L, 0L, 600_000L);
-        if (topicPartitions == 0) {
-            throw new ConfigException(TOPIC_PARTITIONS, 0, "must be -1 (broker default) or >= 1");
-        }
-        if (topicReplicationFactor == 0) {
-            throw new ConfigException(TOPIC_REPLICATION_FACTOR, 0, "must be -1 (broker default) or >= 1");
-        }
-        String node = stringValue(configs, "node.id", "");
-        if (node.isEmpty()) {
-            node = stringValue(configs, "broker.id", "");
-        }
-        nodeId = node;
+        super(CONFIG_DEF, pluginKeys(configs));
+        topic = getString(TOPIC).trim();
+        brokerMetricsIntervalMs = getLong(BROKER_METRICS_INTERVAL_MS);
+        brokerMetricsInstancesPerRecord = getInt(BROKER_METRICS_INSTANCES_PER_RECORD);
+        bufferMaxRecords = getInt(BUFFER_MAX_RECORDS);
+        bufferMaxBytes = getLong(BUFFER_MAX_BYTES);
+        topicCreate = getBoolean(TOPIC_CREATE);
+        topicPartitions = getInt(TOPIC_PARTITIONS);
+        topicReplicationFactor = getInt(TOPIC_REPLICATION_FACTOR);
+        closeTimeoutMs = getLong(CLOSE_TIMEOUT_MS);
+        String node = OwnListener.text(configs, "node.id");
+        nodeId = node.isEmpty() ? OwnListener.text(configs, "broker.id") : node;
+        producerOverrides = producerOverrides(configs);
 
+        String explicitBootstrap = getString(BOOTSTRAP_SERVERS).trim();
+        if (!explicitBootstrap.isEmpty()) {
+            bootstrapServers = explicitBootstrap;
+            derivedSecurityProtocol = null;
+        } else {
+            OwnListener own = OwnListener.of(configs);
+            bootstrapServers = own.hostPort();
+            derivedSecurityProtocol = own.securityProtocol();
+        }
+        for (String unknown : unknownKeys(configs)) {
+            log.warn("kip714 telemetry plugin ignores the unknown setting {} (see the plugin's documented keys)", unknown);
+        }
+    }
+
+    /**
+     * The plugin's own keys (those the ConfigDef defines), without the producer pass-through and
+     * without the broker's other settings: parsing only these keeps the broker's config providers
+     * and secrets out of this config. A blank value of a non-string key means "the default".
+     */
+    private static Map<String, Object> pluginKeys(Map<String, ?> configs) {
+        Map<String, Object> own = new HashMap<>();
+        for (Map.Entry<String, ?> entry : configs.entrySet()) {
+            ConfigDef.ConfigKey key = CONFIG_DEF.configKeys().get(entry.getKey());
+            Object value = entry.getValue();
+            if (key == null || value == null) {
+                continue;
+            }
+            if (key.type != Type.STRING && value instanceof String text && text.isBlank()) {
+                continue;
+            }
+            own.put(entry.getKey(), value);
+        }
+        return own;
+    }
+
+    private static Map<String, Object> producerOverrides(Map<String, ?> configs) {
         Map<String, Object> overrides = new HashMap<>();
         for (Map.Entry<String, ?> entry : configs.entrySet()) {
             if (entry.getKey().startsWith(PRODUCER_PREFIX) && entry.getValue() != null) {
                 overrides.put(entry.getKey().substring(PRODUCER_PREFIX.length()), entry.getValue());
             }
         }
-        producerOverrides = Map.copyOf(overrides);
-
-        String explicitBootstrap = stringValue(configs, BOOTSTRAP_SERVERS, "");
-        if (!explicitBootstrap.isBlank()) {
-            bootstrapServers = explicitBootstrap;
-            derivedSecurityProtocol = null;
-        } else {
-            Listener own = ownListener(configs);
-            bootstrapServers = own.hostPort();
-            derivedSecurityProtocol = own.securityProtocol();
-        }
+        return Map.copyOf(overrides);
     }
 
-    /** One entry of {@code listeners}/{@code advertised.listeners}. */
-    record Listener(String name, String host, int port, String securityProtocol) {
-        String hostPort() {
-            return host + ":" + port;
-        }
-    }
-
-    /**
-     * The broker's own client listener: advertised listeners first (what clients use), then
-     * listeners; controller listeners are skipped; a PLAINTEXT one is preferred because it needs
-     * no credentials. A wildcard bind host means "this machine", so 127.0.0.1 is used.
-     */
-    static Listener ownListener(Map<String, ?> configs) {
-        Set<String> controllerNames = new HashSet<>();
-        for (String name : stringValue(configs, "controller.listener.names", "").split(",")) {
-            if (!name.isBlank()) {
-                controllerNames.add(name.trim().toUpperCase(Locale.ROOT));
+    /** {@code kip714.*} keys that are neither defined nor producer pass-through: most likely typos. */
+    static Set<String> unknownKeys(Map<String, ?> configs) {
+        Set<String> unknown = new TreeSet<>();
+        for (String key : configs.keySet()) {
+            if (key.startsWith(PREFIX) && !key.startsWith(PRODUCER_PREFIX) && !CONFIG_DEF.names().contains(key)) {
+                unknown.add(key);
             }
         }
-        Map<String, String> protocolMap = new HashMap<>();
-        for (String pair : stringValue(configs, "listener.security.protocol.map", "").split(",")) {
-            String[] parts = pair.split(":", 2);
-            if (parts.length == 2) {
-                protocolMap.put(parts[0].trim().toUpperCase(Locale.ROOT), parts[1].trim().toUpperCase(Locale.ROOT));
-            }
-        }
-        for (String key : List.of("advertised.listeners", "listeners")) {
-            List<Listener> candidates = new ArrayList<>();
-            for (String entry : stringValue(configs, key, "").split(",")) {
-                if (entry.isBlank()) {
-                    continue;
-                }
-                Listener listener = parseListener(key, entry.trim(), protocolMap);
-                if (!controllerNames.contains(listener.name())) {
-                    candidates.add(listener);
-                }
-            }
-            for (Listener candidate : candidates) {
-                if ("PLAINTEXT".equals(candidate.securityProtocol())) {
-                    return candidate;
-                }
-            }
-            if (!candidates.isEmpty()) {
-                return candidates.get(0);
-            }
-        }
-        throw new ConfigException(BOOTSTRAP_SERVERS, "",
-            "not set, and no non-controller entry in advertised.listeners or listeners to derive it from");
-    }
-
-    private static Listener parseListener(String key, String entry, Map<String, String> protocolMap) {
-        int schemeEnd = entry.indexOf("://");
-        int portStart = entry.lastIndexOf(':');
-        if (schemeEnd <= 0 || portStart <= schemeEnd + 2) {
-            throw new ConfigException(key, entry, "listener must look like NAME://host:port");
-        }
-        String name = entry.substring(0, schemeEnd).toUpperCase(Locale.ROOT);
-        String host = entry.substring(schemeEnd + 3, portStart);
-        int port;
-        try {
-            port = Integer.parseInt(entry.substring(portStart + 1));
-        } catch (NumberFormatException e) {
-            throw new ConfigException(key, entry, "listener port must be an integer");
-        }
-        if (host.isEmpty() || host.equals("0.0.0.0") || host.equals("[::]") || host.equals("::")) {
-            host = "127.0.0.1";
-        }
-        return new Listener(name, host, port, protocolMap.getOrDefault(name, name));
-    }
-
-    private static String stringValue(Map<String, ?> configs, String key, String defaultValue) {
-        Object value = configs.get(key);
-        if (value == null) {
-            return defaultValue;
-        }
-        if (value instanceof List<?> list) {
-            return String.join(",", list.stream().map(String::valueOf).toList());
-        }
-        return String.valueOf(value).trim();
-    }
-
-    private static long longValue(Map<String, ?> configs, String key, long defaultValue, long min, long max) {
-        Object raw = configs.get(key);
-        if (raw == null || String.valueOf(raw).isBlank()) {
-            return defaultValue;
-        }
-        long value;
-        try {
-            value = raw instanceof Number number ? number.longValue() : Long.parseLong(String.valueOf(raw).trim());
-        } catch (NumberFormatException e) {
-            throw new ConfigException(key, raw, "must be an integer");
-        }
-        if (value < min || value > max) {
-            throw new ConfigException(key, raw, "must be between " + min + " and " + max);
-        }
-        return value;
-    }
-
-    private static boolean booleanValue(Map<String, ?> configs, String key, boolean defaultValue) {
-        Object raw = configs.get(key);
-        if (raw == null || String.valueOf(raw).isBlank()) {
-            return defaultValue;
-        }
-        String text = String.valueOf(raw).trim().toLowerCase(Locale.ROOT);
-        if (!text.equals("true") && !text.equals("false")) {
-            throw new ConfigException(key, raw, "must be true or false");
-        }
-        return Boolean.parseBoolean(text);
+        return unknown;
     }
 }

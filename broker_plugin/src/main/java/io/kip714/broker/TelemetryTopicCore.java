@@ -376,7 +376,7 @@ final class TelemetryTopicCore {
         adminProps.put(AdminClientConfig.REQUEST_TIMEOUT_MS_CONFIG, 10_000);
         Optional<Integer> partitions = config.topicPartitions > 0 ? Optional.of(config.topicPartitions) : Optional.empty();
         Optional<Short> replication = config.topicReplicationFactor > 0
-            ? Optional.of(config.topicReplicationFactor) : Optional.empty();
+            ? Optional.of((short) config.topicReplicationFactor) : Optional.empty();
         long giveUpAt = System.currentTimeMillis() + TOPIC_CREATE_PATIENCE_MS;
         try (Admin admin = Admin.create(adminProps)) {
             while (running) {
