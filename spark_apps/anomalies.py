@@ -32,8 +32,9 @@ from kip714_common.errors import SparkAppInputError
 from kip714_common.landing import DATAPOINTS_DIR, hour_partition_filter, path_exists, read_datapoints
 from kip714_common.outputs import RunSummary, summarise_written, table_path, write_table
 from kip714_common.rollup import date_hour_columns, rollup_points
-from kip714_common.rules import MATCH_SELECTORS, StaticRule, load_rules
+from kip714_common.rules import StaticRule, load_rules
 from kip714_common.schemas import ANOMALY_SCHEMA, CLIENT_IDENTITY_COLUMNS, ROLLUP_SCHEMA, THRESHOLD_SCHEMA
+from kip714_common.selectors import RULE_SELECTORS
 from kip714_common.session import configure, get_session
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -100,8 +101,8 @@ def _settings(namespace) -> BaselineSettings:  # type: ignore[no-untyped-def]
 
 def _group_by(text: str) -> tuple[str, ...]:
     columns = tuple(part.strip() for part in text.split(",") if part.strip())
-    if not columns or any(c not in MATCH_SELECTORS for c in columns):
-        raise SparkAppInputError("--group-by", f"must list columns among {', '.join(MATCH_SELECTORS)}", text)
+    if not columns or any(c not in RULE_SELECTORS for c in columns):
+        raise SparkAppInputError("--group-by", f"must list columns among {', '.join(RULE_SELECTORS)}", text)
     return columns
 
 

@@ -18,6 +18,7 @@ from typing import Any
 
 import pandas as pd
 
+from airflow_provider_kip714.contract.selectors import RULE_SELECTORS
 from airflow_provider_kip714.report import page
 from airflow_provider_kip714.report.plots import Series, ThresholdLine, plot_broker, plot_metric
 from airflow_provider_kip714.report.tables import read_zone_table
@@ -35,14 +36,6 @@ IDENTITY_COLUMNS = (
     "client_source_address",
     "client_software_name",
     "client_software_version",
-    "principal",
-)
-RULE_SELECTORS = (
-    "client_instance_id",
-    "client_id",
-    "client_software_name",
-    "client_software_version",
-    "client_source_address",
     "principal",
 )
 _GROUP_SPLIT = re.compile(r",(?=(?:{})~)".format("|".join(RULE_SELECTORS)))

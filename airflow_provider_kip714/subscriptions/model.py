@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from airflow_provider_kip714.contract.instance_id import to_kafka_form
+from airflow_provider_kip714.contract.selectors import SELECTORS, MatchInput, MatchSelector, parse_match
 from airflow_provider_kip714.exceptions import SubscriptionValidationError
 from airflow_provider_kip714.subscriptions.window_name import try_parse_window_name
 
@@ -20,73 +20,19 @@ METRICS_KEY = "metrics"
 INTERVAL_KEY = "interval.ms"
 MATCH_KEY = "match"
 CONFIG_KEYS = (METRICS_KEY, INTERVAL_KEY, MATCH_KEY)
+__all__ = [
+    "SELECTORS",
+    "MatchSelector",
+    "Subscription",
+    "parse_match",
+    "parse_metrics",
+]  # selectors: re-exported
 
 MIN_INTERVAL_MS = 100
 MAX_INTERVAL_MS = 3_600_000
 DEFAULT_INTERVAL_MS = 300_000
 ALL_METRICS = "*"
 MAX_NAME_LENGTH = 255
-
-SELECTORS = (
-    "client_instance_id",
-    "client_id",
-    "client_software_name",
-    "client_software_version",
-    "client_source_address",
-    "client_source_port",
-)
-
-_UUID_HEX = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
-
-
-@dataclass(frozen=True)
-class MatchSelector:
-    """One ``selector=regex`` entry; the regex must match the client's whole value."""
-
-    selector: str
-    pattern: str
-
-    def __post_init__(self) -> None:
-        if self.selector not in SELECTORS:
-            raise SubscriptionValidationError(
-                "match", f"unknown selector; use one of {', '.join(SELECTORS)}", self.selector
-            )
-        if not self.pattern:
-            raise SubscriptionValidationError(
-                "match", f"{self.selector} needs a non-empty regex", self.pattern
-            )
-        if "," in self.pattern:
-            raise SubscriptionValidationError(
-                "match", "a regex cannot contain ',' (Kafka splits the match list on commas)", self.pattern
-            )
-        if self.pattern != self.pattern.strip():
-            raise SubscriptionValidationError(
-                "match",
-                "a regex cannot start or end with whitespace (Kafka trims list entries)",
-                self.pattern,
-            )
-        try:
-            re.compile(self.pattern)
-        except re.error as err:
-            raise SubscriptionValidationError(
-                "match", f"{self.selector} regex does not compile: {err}", self.pattern
-            ) from err
-
-    @classmethod
-    def parse(cls, entry: str) -> MatchSelector:
-        """Parse ``selector=regex`` (split on the first ``=``); hex instance ids become Kafka's base64."""
-        text = entry.strip()
-        selector, sep, pattern = text.partition("=")
-        if not sep:
-            raise SubscriptionValidationError("match", "each entry must be selector=regex", entry)
-        selector = selector.strip()
-        pattern = pattern.strip()
-        if selector == "client_instance_id" and _UUID_HEX.match(pattern):
-            pattern = to_kafka_form(pattern)
-        return cls(selector=selector, pattern=pattern)
-
-    def render(self) -> str:
-        return f"{self.selector}={self.pattern}"
 
 
 def _split_list(value: str | Iterable[str] | None) -> list[str]:
@@ -100,15 +46,6 @@ def _split_list(value: str | Iterable[str] | None) -> list[str]:
 def parse_metrics(value: str | Iterable[str] | None) -> tuple[str, ...]:
     """Metric-name prefixes from a comma list or an iterable (validated by ``Subscription``)."""
     return tuple(_split_list(value))
-
-
-def parse_match(value: str | Iterable[str] | Mapping[str, str] | None) -> tuple[MatchSelector, ...]:
-    """Selectors from ``"a=x,b=y"``, ``["a=x", "b=y"]`` or ``{"a": "x"}``."""
-    if value is None:
-        return ()
-    if isinstance(value, Mapping):
-        return tuple(MatchSelector.parse(f"{key}={pattern}") for key, pattern in value.items())
-    return tuple(MatchSelector.parse(entry) for entry in _split_list(value))
 
 
 def parse_interval_ms(value: int | str | None) -> int:
@@ -234,7 +171,7 @@ class Subscription:
         name: str,
         metrics: str | Iterable[str] | None = None,
         interval_ms: int | str | None = None,
-        match: str | Iterable[str] | Mapping[str, str] | None = None,
+        match: MatchInput = None,
         block: bool = False,
         expires_at: datetime | None = None,
     ) -> Subscription:

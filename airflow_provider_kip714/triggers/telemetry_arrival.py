@@ -19,22 +19,13 @@ from typing import Any
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 from confluent_kafka import Consumer, KafkaError, Message
 
+from airflow_provider_kip714.contract.selectors import SELECTOR_HEADERS, MatchSelector, parse_match
 from airflow_provider_kip714.contract.topic import DEFAULT_TELEMETRY_TOPIC, Header, RecordType
 from airflow_provider_kip714.decoding.decoder import headers_to_dict
-from airflow_provider_kip714.subscriptions.model import MatchSelector, parse_match
 
 STATUS_ARRIVED = "arrived"
 STATUS_TIMEOUT = "timeout"
 STATUS_ERROR = "error"
-
-_SELECTOR_HEADERS = {
-    "client_instance_id": Header.CLIENT_INSTANCE_ID,
-    "client_id": Header.CLIENT_ID,
-    "client_software_name": Header.CLIENT_SOFTWARE_NAME,
-    "client_software_version": Header.CLIENT_SOFTWARE_VERSION,
-    "client_source_address": Header.CLIENT_SOURCE_ADDRESS,
-    "client_source_port": Header.CLIENT_SOURCE_PORT,
-}
 
 
 @dataclass(frozen=True)
@@ -52,7 +43,7 @@ class ClientSelectorMatcher:
 
     def __init__(self, selectors: Iterable[MatchSelector]) -> None:
         self.selectors = tuple(selectors)
-        self._compiled = [(_SELECTOR_HEADERS[s.selector], re.compile(s.pattern)) for s in self.selectors]
+        self._compiled = [(SELECTOR_HEADERS[s.selector], re.compile(s.pattern)) for s in self.selectors]
 
     def matches(self, headers: dict[str, str | None]) -> bool:
         if headers.get(Header.TYPE) != RecordType.CLIENT:

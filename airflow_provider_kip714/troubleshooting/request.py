@@ -19,6 +19,7 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 from airflow.sdk import Param
 
+from airflow_provider_kip714.contract.selectors import RULE_SELECTORS
 from airflow_provider_kip714.exceptions import Kip714Error, SubscriptionValidationError
 from airflow_provider_kip714.storage.data_root import Zone
 from airflow_provider_kip714.subscriptions.model import (
@@ -39,14 +40,6 @@ BUCKETS = ("5s", "10s", "15s", "30s", "1m", "5m")
 THRESHOLD_FIELDS = ("signal", "avg", "max", "min", "last", "p95", "p99", "rate_per_second")
 """Rollup columns a form threshold may watch (a subset of the anomalies app's ``RULE_FIELDS``)."""
 COMPARISONS = (">", ">=", "<", "<=")
-RULE_SELECTORS = (
-    "client_instance_id",
-    "client_id",
-    "client_software_name",
-    "client_software_version",
-    "client_source_address",
-)
-"""KIP selectors the Spark rules and the report can apply (rollups keep no source port)."""
 MIN_WINDOW_S = 10
 MAX_WINDOW_S = 24 * 3600
 RULE_NAME_LIMIT = 100

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from kip714_common.errors import SparkAppInputError
 from kip714_common.names import normalise_metric_name
+from kip714_common.selectors import RULE_SELECTORS
 
 RULE_FIELDS = (
     "count",
@@ -37,14 +38,6 @@ RULE_FIELDS = (
     "signal",
 )
 COMPARISONS = (">", ">=", "<", "<=")
-MATCH_SELECTORS = (
-    "client_instance_id",
-    "client_id",
-    "client_software_name",
-    "client_software_version",
-    "client_source_address",
-    "principal",
-)
 _KEYS = {
     "name",
     "description",
@@ -116,9 +109,9 @@ def parse_rule(index: int, raw: object, metric_aliases: Mapping[str, str] | None
     if not isinstance(match, dict):
         raise SparkAppInputError(f"{where}.match", "must be an object of selector -> regex", match)
     for selector, pattern in match.items():
-        if selector not in MATCH_SELECTORS:
+        if selector not in RULE_SELECTORS:
             raise SparkAppInputError(
-                f"{where}.match.{selector}", f"is not a selector (allowed: {', '.join(MATCH_SELECTORS)})"
+                f"{where}.match.{selector}", f"is not a selector (allowed: {', '.join(RULE_SELECTORS)})"
             )
         try:
             re.compile(pattern)

@@ -1,0 +1,161 @@
+"""Which clients: the KIP-714 selectors, their headers and columns, parsing and whole-value matching.
+
+The one home of this concept. A ``match`` is a tuple of ``MatchSelector`` (``selector=regex``; all
+must match, each regex the whole value). The names are declared in
+``spark_apps/kip714_common/selectors.py`` so the Spark apps (which cannot import the provider) read
+the same lists. Everywhere in the provider the parameter that carries selectors is called ``match``.
+
+Regex validity is the broker's (Java regex): the local check only refuses what both Kafka and this
+product refuse (empty, commas, edge whitespace); ``ClientMetricsHook.validate`` asks the broker.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Final
+
+from airflow_provider_kip714.contract.instance_id import to_kafka_form
+from airflow_provider_kip714.contract.topic import Header
+from airflow_provider_kip714.exceptions import SubscriptionValidationError
+from spark_apps.kip714_common.selectors import RULE_SELECTORS, SELECTORS, whole_value_pattern
+
+__all__ = [
+    "RULE_SELECTORS",
+    "SELECTORS",
+    "SELECTOR_COLUMNS",
+    "SELECTOR_HEADERS",
+    "MatchInput",
+    "MatchSelector",
+    "compile_pattern",
+    "match_map",
+    "matcher",
+    "parse_match",
+    "whole_value_pattern",
+]
+
+SELECTOR_HEADERS: Final[Mapping[str, Header]] = {
+    "client_instance_id": Header.CLIENT_INSTANCE_ID,
+    "client_id": Header.CLIENT_ID,
+    "client_software_name": Header.CLIENT_SOFTWARE_NAME,
+    "client_software_version": Header.CLIENT_SOFTWARE_VERSION,
+    "client_source_address": Header.CLIENT_SOURCE_ADDRESS,
+    "client_source_port": Header.CLIENT_SOURCE_PORT,
+    "principal": Header.PRINCIPAL,
+}
+"""Selector (or rule selector) -> the ``kip714.*`` header the broker plugin writes its value into."""
+
+SELECTOR_COLUMNS: Final[Mapping[str, str]] = {name: name for name in (*SELECTORS, *RULE_SELECTORS)}
+"""Selector -> landing/rollup column: the same name (``client_source_port`` is only in datapoints/)."""
+
+_UUID_HEX = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
+
+MatchInput = str | Iterable[str] | Mapping[str, str] | None
+"""What callers may pass as ``match``: ``"a=x,b=y"``, ``["a=x", "b=y"]`` or ``{"a": "x"}``."""
+
+
+@dataclass(frozen=True)
+class MatchSelector:
+    """One ``selector=regex`` entry; the regex must match the client's whole value."""
+
+    selector: str
+    pattern: str
+
+    def __post_init__(self) -> None:
+        if self.selector not in SELECTORS:
+            raise SubscriptionValidationError(
+                "match", f"unknown selector; use one of {', '.join(SELECTORS)}", self.selector
+            )
+        if not self.pattern:
+            raise SubscriptionValidationError(
+                "match", f"{self.selector} needs a non-empty regex", self.pattern
+            )
+        if "," in self.pattern:
+            raise SubscriptionValidationError(
+                "match", "a regex cannot contain ',' (Kafka splits the match list on commas)", self.pattern
+            )
+        if self.pattern != self.pattern.strip():
+            raise SubscriptionValidationError(
+                "match",
+                "a regex cannot start or end with whitespace (Kafka trims list entries)",
+                self.pattern,
+            )
+        try:  # interim: replaced by the broker's own check (validate-only alter) in the hook
+            re.compile(self.pattern)
+        except re.error as err:
+            raise SubscriptionValidationError(
+                "match", f"{self.selector} regex does not compile: {err}", self.pattern
+            ) from err
+
+    @classmethod
+    def parse(cls, entry: str) -> MatchSelector:
+        """Parse ``selector=regex`` (split on the first ``=``); hex instance ids become Kafka's base64."""
+        if not isinstance(entry, str):
+            raise SubscriptionValidationError("match", "each entry must be a selector=regex string", entry)
+        selector, sep, pattern = entry.strip().partition("=")
+        if not sep:
+            raise SubscriptionValidationError("match", "each entry must be selector=regex", entry)
+        selector = selector.strip()
+        pattern = pattern.strip()
+        if selector == "client_instance_id" and _UUID_HEX.match(pattern):
+            pattern = to_kafka_form(pattern)
+        return cls(selector=selector, pattern=pattern)
+
+    def render(self) -> str:
+        return f"{self.selector}={self.pattern}"
+
+
+def _entries(value: str | Iterable[str]) -> list[str]:
+    if isinstance(value, str):
+        return [part.strip() for part in value.split(",")] if value.strip() else []
+    return [part if not isinstance(part, str) else part.strip() for part in value]
+
+
+def parse_match(match: MatchInput) -> tuple[MatchSelector, ...]:
+    """Selectors from any ``MatchInput``; each selector at most once (all must match)."""
+    if match is None:
+        return ()
+    if isinstance(match, Mapping):
+        parsed = tuple(MatchSelector.parse(f"{key}={pattern}") for key, pattern in match.items())
+    else:
+        parsed = tuple(MatchSelector.parse(entry) for entry in _entries(match))
+    seen: set[str] = set()
+    for selector in parsed:
+        if selector.selector in seen:
+            raise SubscriptionValidationError(
+                "match", "each selector may appear once (all selectors must match)", selector.selector
+            )
+        seen.add(selector.selector)
+    return parsed
+
+
+def match_map(match: MatchInput | Iterable[MatchSelector]) -> dict[str, str]:
+    """``match`` as ``{selector: regex}`` (what the report and the rules filter clients by)."""
+    if match is None:
+        return {}
+    if not isinstance(match, str | Mapping):
+        match = [m.render() if isinstance(m, MatchSelector) else m for m in match]
+    return {s.selector: s.pattern for s in parse_match(match)}
+
+
+def compile_pattern(pattern: str) -> re.Pattern[str]:
+    """The local engine for whole-value matching of client-controlled values (one place to swap)."""
+    return re.compile(pattern)
+
+
+def matcher(match: Mapping[str, str]) -> Callable[[Mapping[str, object]], bool]:
+    """A predicate over ``{selector: value}`` identities: every regex fully matches its value.
+
+    A missing or null value is matched as the empty string, as the broker does for unset labels.
+    """
+    compiled = [(selector, compile_pattern(pattern)) for selector, pattern in match.items()]
+
+    def matches(identity: Mapping[str, object]) -> bool:
+        for selector, pattern in compiled:
+            value = identity.get(selector)
+            if pattern.fullmatch("" if value is None else str(value)) is None:
+                return False
+        return True
+
+    return matches
