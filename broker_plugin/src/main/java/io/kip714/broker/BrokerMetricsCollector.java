@@ -3,15 +3,11 @@ package io.kip714.broker;
 import org.apache.kafka.common.MetricName;
 import org.apache.kafka.common.metrics.KafkaMetric;
 
-import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.TreeSet;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.function.Predicate;
 
 /**
  * Follows the broker's own KIP-714 metric group ({@code client-metrics}) through
@@ -29,6 +25,15 @@ final class BrokerMetricsCollector {
      * under the producer's default 1 MiB request size however many clients the broker manages.
      */
     static final int DEFAULT_INSTANCES_PER_RECORD = 500;
+    /** The broker's client-metrics series the contract reports, by their name in the broker. */
+    static final Map<String, String> CONTRACT_NAMES = Map.of(
+        "instance-count", TopicContract.INSTANCE_COUNT,
+        "unknown-subscription-request-count", TopicContract.UNKNOWN_SUBSCRIPTION_REQUESTS,
+        "throttle-count", TopicContract.THROTTLES,
+        "plugin-export-count", TopicContract.PLUGIN_EXPORTS,
+        "plugin-error-count", TopicContract.PLUGIN_ERRORS,
+        "plugin-export-time-avg", TopicContract.PLUGIN_EXPORT_TIME_AVG,
+        "plugin-export-time-max", TopicContract.PLUGIN_EXPORT_TIME_MAX);
 
     /** A followed broker metric; a removed one is reported once more with its last value. */
     private static final class Series {
@@ -130,28 +135,28 @@ final class BrokerMetricsCollector {
      */
     List<byte[]> collect(String nodeId, String clusterId, PluginCounters counters, int instancesPerRecord) {
         long now = nowNanos();
-        Map<String, String> resource = new LinkedHashMap<>();
-        resource.put("node_id", nodeId);
-        resource.put("cluster_id", clusterId);
+        BrokerRecordEncoder.Points points = new BrokerRecordEncoder.Points();
+        addSeriesPoints(points, now);
+        for (Map.Entry<String, ExportTimeHistogram> entry : exportTimes.entrySet()) {
+            points.exportTime().add(entry.getValue().snapshot(Map.of(INSTANCE_ID_TAG, entry.getKey()), now));
+        }
+        addPluginPoints(points, counters, now);
+        List<byte[]> records = BrokerRecordEncoder.encode(nodeId, clusterId, points, instancesPerRecord);
+        forgetRetired();
+        return records;
+    }
 
-        List<OtlpMetrics.NumberPoint> instanceCount = new ArrayList<>();
-        List<OtlpMetrics.NumberPoint> unknownSubscriptions = new ArrayList<>();
-        List<OtlpMetrics.NumberPoint> throttles = new ArrayList<>();
-        List<OtlpMetrics.NumberPoint> exports = new ArrayList<>();
-        List<OtlpMetrics.NumberPoint> errors = new ArrayList<>();
-        List<OtlpMetrics.NumberPoint> exportTimeAvg = new ArrayList<>();
-        List<OtlpMetrics.NumberPoint> exportTimeMax = new ArrayList<>();
-
+    private void addSeriesPoints(BrokerRecordEncoder.Points points, long now) {
         for (Map.Entry<MetricName, Series> entry : series.entrySet()) {
             MetricName name = entry.getKey();
-            Series followed = entry.getValue();
+            String metric = CONTRACT_NAMES.get(name.name());
             double value;
             try {
-                value = followed.value();
+                value = entry.getValue().value();
             } catch (RuntimeException e) {
                 continue;
             }
-            if (Double.isNaN(value) || Double.isInfinite(value)) {
+            if (metric == null || Double.isNaN(value) || Double.isInfinite(value)) {
                 continue;
             }
             Map<String, String> attributes = new LinkedHashMap<>();
@@ -159,92 +164,24 @@ final class BrokerMetricsCollector {
             if (instance != null) {
                 attributes.put(INSTANCE_ID_TAG, instance);
             }
-            long start = followed.startTimeNanos;
-            switch (name.name()) {
-                case "instance-count" -> instanceCount.add(OtlpMetrics.NumberPoint.ofLong(attributes, 0, now, Math.round(value)));
-                case "unknown-subscription-request-count" ->
-                    unknownSubscriptions.add(OtlpMetrics.NumberPoint.ofLong(attributes, start, now, Math.round(value)));
-                case "throttle-count" -> throttles.add(OtlpMetrics.NumberPoint.ofLong(attributes, start, now, Math.round(value)));
-                case "plugin-export-count" -> exports.add(OtlpMetrics.NumberPoint.ofLong(attributes, start, now, Math.round(value)));
-                case "plugin-error-count" -> errors.add(OtlpMetrics.NumberPoint.ofLong(attributes, start, now, Math.round(value)));
-                case "plugin-export-time-avg" -> exportTimeAvg.add(OtlpMetrics.NumberPoint.ofDouble(attributes, 0, now, value));
-                case "plugin-export-time-max" -> exportTimeMax.add(OtlpMetrics.NumberPoint.ofDouble(attributes, 0, now, value));
-                default -> { }
-            }
+            long start = entry.getValue().startTimeNanos;
+            points.add(metric, switch (name.name()) {
+                case "instance-count" -> OtlpMetrics.NumberPoint.ofLong(attributes, 0, now, Math.round(value));
+                case "plugin-export-time-avg", "plugin-export-time-max" ->
+                    OtlpMetrics.NumberPoint.ofDouble(attributes, 0, now, value);
+                default -> OtlpMetrics.NumberPoint.ofLong(attributes, start, now, Math.round(value));
+            });
         }
-
-        List<OtlpMetrics.HistogramPoint> exportTime = new ArrayList<>();
-        for (Map.Entry<String, ExportTimeHistogram> entry : exportTimes.entrySet()) {
-            exportTime.add(entry.getValue().snapshot(Map.of(INSTANCE_ID_TAG, entry.getKey()), now));
-        }
-
-        List<OtlpMetrics.NumberPoint> dropped = new ArrayList<>();
-        for (Map.Entry<String, Long> entry : counters.droppedByReason().entrySet()) {
-            dropped.add(OtlpMetrics.NumberPoint.ofLong(Map.of("reason", entry.getKey()),
-                counters.startTimeNanos(), now, entry.getValue()));
-        }
-
-        List<OtlpMetrics.NumberPoint> exported = List.of(
-            OtlpMetrics.NumberPoint.ofLong(Map.of(), counters.startTimeNanos(), now, counters.exported()));
-        List<OtlpMetrics.NumberPoint> buffered = List.of(
-            OtlpMetrics.NumberPoint.ofLong(Map.of(), 0, now, counters.buffered()));
-
-        // Group client instances in a stable order; broker-wide points (no instance) go to group 0.
-        TreeSet<String> instances = new TreeSet<>(exportTimes.keySet());
-        for (MetricName name : series.keySet()) {
-            String instance = name.tags().get(INSTANCE_ID_TAG);
-            if (instance != null) {
-                instances.add(instance);
-            }
-        }
-        int perRecord = Math.max(1, instancesPerRecord);
-        Map<String, Integer> groupOf = new HashMap<>();
-        for (String instance : instances) {
-            groupOf.put(instance, groupOf.size() / perRecord);
-        }
-        int groups = Math.max(1, (instances.size() + perRecord - 1) / perRecord);
-
-        List<byte[]> records = new ArrayList<>(groups);
-        for (int group = 0; group < groups; group++) {
-            int current = group;
-            Predicate<Map<String, String>> inGroup = attributes -> {
-                String instance = attributes.get(INSTANCE_ID_TAG);
-                return instance == null ? current == 0 : groupOf.getOrDefault(instance, 0) == current;
-            };
-            OtlpMetrics otlp = new OtlpMetrics(resource, "io.kip714.broker", PluginVersion.VERSION);
-            otlp.gauge(TopicContract.INSTANCE_COUNT, "Client metrics instances the broker manages", "{instance}",
-                    numbers(instanceCount, inGroup))
-                .cumulativeMonotonicSum(TopicContract.UNKNOWN_SUBSCRIPTION_REQUESTS,
-                    "Pushes with an unknown or stale subscription id", "{request}", numbers(unknownSubscriptions, inGroup))
-                .cumulativeMonotonicSum(TopicContract.THROTTLES, "Pushes throttled for coming too early", "{request}",
-                    numbers(throttles, inGroup))
-                .cumulativeMonotonicSum(TopicContract.PLUGIN_EXPORTS, "Pushes handed to the plugin", "{request}",
-                    numbers(exports, inGroup))
-                .cumulativeMonotonicSum(TopicContract.PLUGIN_ERRORS, "Pushes whose plugin export raised", "{request}",
-                    numbers(errors, inGroup))
-                .cumulativeHistogram(TopicContract.PLUGIN_EXPORT_TIME,
-                    "Time spent in this plugin's export per push, measured by the plugin", "ms",
-                    exportTime.stream().filter(point -> inGroup.test(point.attributes())).toList())
-                .gauge(TopicContract.PLUGIN_EXPORT_TIME_AVG, "Broker's own windowed average export time", "ms",
-                    numbers(exportTimeAvg, inGroup))
-                .gauge(TopicContract.PLUGIN_EXPORT_TIME_MAX, "Broker's own windowed maximum export time", "ms",
-                    numbers(exportTimeMax, inGroup))
-                .cumulativeMonotonicSum(TopicContract.PLUGIN_DROPS, "Records the plugin dropped instead of writing",
-                    "{record}", numbers(dropped, inGroup))
-                .cumulativeMonotonicSum(TopicContract.PLUGIN_EXPORTED, "Records the topic acknowledged", "{record}",
-                    numbers(exported, inGroup))
-                .gauge(TopicContract.PLUGIN_BUFFERED, "Records waiting in the plugin or its producer", "{record}",
-                    numbers(buffered, inGroup));
-            records.add(otlp.toMetricsData());
-        }
-
-        forgetRetired();
-        return records;
     }
 
-    private static List<OtlpMetrics.NumberPoint> numbers(
-            List<OtlpMetrics.NumberPoint> points, Predicate<Map<String, String>> inGroup) {
-        return points.stream().filter(point -> inGroup.test(point.attributes())).toList();
+    private static void addPluginPoints(BrokerRecordEncoder.Points points, PluginCounters counters, long now) {
+        for (Map.Entry<String, Long> entry : counters.droppedByReason().entrySet()) {
+            points.add(TopicContract.PLUGIN_DROPS, OtlpMetrics.NumberPoint.ofLong(Map.of("reason", entry.getKey()),
+                counters.startTimeNanos(), now, entry.getValue()));
+        }
+        points.add(TopicContract.PLUGIN_EXPORTED,
+            OtlpMetrics.NumberPoint.ofLong(Map.of(), counters.startTimeNanos(), now, counters.exported()));
+        points.add(TopicContract.PLUGIN_BUFFERED, OtlpMetrics.NumberPoint.ofLong(Map.of(), 0, now, counters.buffered()));
     }
 
     private void forgetRetired() {

@@ -1,0 +1,50 @@
+package io.kip714.broker;
+
+import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
+
+import java.util.HashMap;
+import java.util.Map;
+
+/** The configs of the plugin's producer and of the admin client that creates the topic. */
+final class ProducerSettings {
+    private ProducerSettings() {
+    }
+
+    static Map<String, Object> producer(PluginConfig config) {
+        Map<String, Object> props = new HashMap<>();
+        props.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, config.bootstrapServers);
+        if (config.derivedSecurityProtocol != null) {
+            props.put("security.protocol", config.derivedSecurityProtocol);
+        }
+        props.put(ProducerConfig.CLIENT_ID_CONFIG, "kip714-telemetry-plugin-" + config.nodeId);
+        props.put(ProducerConfig.LINGER_MS_CONFIG, 20);
+        props.put(ProducerConfig.COMPRESSION_TYPE_CONFIG, "lz4");
+        // Only the sender thread calls send(), so blocking there is harmless; bounded anyway.
+        props.put(ProducerConfig.MAX_BLOCK_MS_CONFIG, 10_000);
+        props.put(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, 60_000);
+        props.put(ProducerConfig.REQUEST_TIMEOUT_MS_CONFIG, 15_000);
+        // The plugin's own producer must not push its telemetry back into the topic.
+        props.put("enable.metrics.push", false);
+        props.putAll(config.producerOverrides);
+        props.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class.getName());
+        props.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class.getName());
+        return props;
+    }
+
+    /** The producer's connection and security settings, as the admin client understands them. */
+    static Map<String, Object> admin(PluginConfig config) {
+        Map<String, Object> adminProps = new HashMap<>();
+        for (Map.Entry<String, Object> entry : producer(config).entrySet()) {
+            if (AdminClientConfig.configNames().contains(entry.getKey())) {
+                adminProps.put(entry.getKey(), entry.getValue());
+            }
+        }
+        adminProps.put(AdminClientConfig.CLIENT_ID_CONFIG, "kip714-telemetry-plugin-admin-" + config.nodeId);
+        adminProps.put("enable.metrics.push", false);
+        adminProps.put(AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, 15_000);
+        adminProps.put(AdminClientConfig.REQUEST_TIMEOUT_MS_CONFIG, 10_000);
+        return adminProps;
+    }
+}
