@@ -206,11 +206,67 @@ BROKER_CLIENT_SCHEMA = _struct(
     ]
 )
 
+DELIVERY_SCHEMA = _struct(
+    [
+        ("hour_start", TimestampType()),
+        *_IDENTITY,
+        ("cluster_id", StringType()),
+        ("broker_node_id", IntegerType()),
+        ("push_interval_seconds", DoubleType()),
+        ("expected_pushes", LongType()),
+        ("landed_pushes", LongType()),
+        ("first_push_time", TimestampType()),
+        ("last_push_time", TimestampType()),
+        ("terminated", BooleanType()),
+        ("status", StringType()),  # ok | silent | gaps | throttled
+        ("silent_since", TimestampType()),
+        ("max_gap_seconds", DoubleType()),
+        ("throttled_pushes", DoubleType()),
+        ("plugin_errors", DoubleType()),
+        ("unseen_instances", IntegerType()),  # broker rows only: instances known to the broker, not pushing
+        ("reason", StringType()),
+        *_PARTITION,
+    ]
+)
+
+CONVERGENCE_SCHEMA = _struct(
+    [
+        ("subscription_name", StringType()),
+        *_IDENTITY,
+        ("subscribed_at", TimestampType()),
+        ("first_push_time", TimestampType()),
+        ("delay_seconds", DoubleType()),
+        ("matched_clients", IntegerType()),
+        ("converged_clients", IntegerType()),
+        ("p50_seconds", DoubleType()),
+        ("p90_seconds", DoubleType()),
+        ("p100_seconds", DoubleType()),
+        *_PARTITION,
+    ]
+)
+
+CAPABILITIES_SCHEMA = _struct(
+    [
+        ("client_software_name", StringType()),
+        ("client_software_version", StringType()),
+        ("metric_name", StringType()),
+        ("metric_type", StringType()),
+        ("instances", LongType()),
+        ("points_per_push", DoubleType()),
+        ("first_seen", TimestampType()),
+        ("last_seen", TimestampType()),
+        *_PARTITION,
+    ]
+)
+
 OUTPUT_SCHEMAS: dict[str, StructType] = {
     "rollups": ROLLUP_SCHEMA,
     "thresholds": THRESHOLD_SCHEMA,
     "anomalies": ANOMALY_SCHEMA,
     "broker_metrics": BROKER_METRICS_SCHEMA,
     "broker_client_metrics": BROKER_CLIENT_SCHEMA,
+    "delivery": DELIVERY_SCHEMA,
+    "convergence": CONVERGENCE_SCHEMA,
+    "capabilities": CAPABILITIES_SCHEMA,
 }
 """Output table name (folder under ``--output``) -> schema."""

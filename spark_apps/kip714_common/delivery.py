@@ -1,0 +1,237 @@
+"""Delivery health: pushes expected against pushes landed, per client instance and hour.
+
+A *push* is one topic record (partition, offset) of a client; its time is when the broker accepted it
+(the record timestamp). A client is expected to push every ``push_interval`` (the broker's
+``kip714.push_interval_ms`` header, else the median gap between its own pushes) from its first landed
+push until its terminating push, or until the end of the interval when it never sent one.
+
+Status of an instance-hour, first match wins:
+
+* ``silent``: no terminating push and nothing landed for more than ``SILENT_AFTER`` intervals before
+  the interval's end; ``silent_since`` is its last landed push. A client the broker switched off (Kafka
+  >= 4.3.1 answers a push that is too large after decompression with INVALID_RECORD, and the Java client
+  then stops for good) and a client killed with SIGKILL both look like this.
+* ``throttled``: the broker's ``throttle.count`` for the instance grew in that hour.
+* ``gaps``: one gap between consecutive pushes exceeded ``GAP_AFTER`` intervals.
+* ``ok``.
+
+Clients whose every push was refused never land anything: per broker and hour the broker's
+``instance.count`` gauge is compared with the instances that pushed to that broker, and a row without a
+client instance (``unseen_instances`` > 0, status ``silent``) says how many the broker knew but never
+saw push. That gauge also counts clients no subscription matched (they never push), so read the row
+together with the subscriptions of that hour.
+"""
+
+from __future__ import annotations
+
+from kip714_common.cli import Interval
+from kip714_common.schemas import CLIENT_IDENTITY_COLUMNS
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+
+SILENT_AFTER = 2.5
+"""Intervals without a push (and without a terminating push) before an instance counts as silent."""
+GAP_AFTER = 1.5
+"""A gap longer than this many intervals means at least one push went missing."""
+DEFAULT_INTERVAL_SECONDS = 300.0
+"""KIP-714's default push interval, used when neither the header nor two pushes tell the interval."""
+INSTANCE_COUNT = "kafka.server.client_metrics.instance.count"
+UNKNOWN_SUBSCRIPTION_REQUESTS = "kafka.server.client_metrics.unknown_subscription_request.count"
+THROTTLES = "kafka.server.client_metrics.throttle.count"
+PLUGIN_ERRORS = "kafka.server.client_metrics.plugin_error.count"
+PLUGIN_DROPS = "kip714.plugin.dropped.count"
+"""Same names as ``airflow_provider_kip714.contract.topic.BrokerMetric`` (a unit test holds them equal)."""
+HOUR = 3600
+
+
+def _seconds(timestamp: Column) -> Column:
+    return F.unix_micros(timestamp) / 1e6
+
+
+def landed_pushes(points: DataFrame) -> DataFrame:
+    """One row per landed client push: instance, push_time, terminating, interval header, labels."""
+    client = points.where((F.col("record_type") == "client") & F.col("client_instance_id").isNotNull())
+    who = F.struct(*CLIENT_IDENTITY_COLUMNS[1:], "cluster_id", "broker_node_id")
+    return client.groupBy("client_instance_id", "topic", "partition", "offset").agg(
+        F.min(F.coalesce(F.col("record_timestamp"), F.col("ts"))).alias("push_time"),
+        F.max(F.coalesce(F.col("terminating"), F.lit(False))).alias("terminating"),
+        F.max("push_interval_ms").alias("push_interval_ms"),
+        F.first(who, ignorenulls=True).alias("who"),
+    )
+
+
+def per_instance(pushes: DataFrame, interval: Interval) -> DataFrame:
+    """Per pushing instance: identity, first/last push, terminated, interval, silence, expectation end."""
+    ordered = Window.partitionBy("client_instance_id").orderBy("push_time")
+    with_gaps = pushes.withColumn(
+        "gap_seconds", _seconds(F.col("push_time")) - _seconds(F.lag("push_time").over(ordered))
+    )
+    end = F.lit(interval.end).cast("timestamp")
+    instances = with_gaps.groupBy("client_instance_id").agg(
+        F.min("push_time").alias("first_push"),
+        F.max("push_time").alias("last_push"),
+        F.max("terminating").alias("terminated"),
+        F.max_by("push_interval_ms", "push_time").alias("_header_ms"),
+        F.percentile_approx("gap_seconds", 0.5, 1000).alias("_median_gap"),
+        F.max_by("who", "push_time").alias("who"),
+    )
+    interval_seconds = F.coalesce(
+        F.when(F.col("_header_ms") > 0, F.col("_header_ms") / 1000.0),
+        F.col("_median_gap"),
+        F.lit(DEFAULT_INTERVAL_SECONDS),
+    )
+    quiet = _seconds(end) - _seconds(F.col("last_push"))
+    silent = ~F.col("terminated") & (quiet > SILENT_AFTER * F.col("interval_seconds"))
+    return (
+        instances.withColumn("interval_seconds", interval_seconds)
+        .withColumn("silent_since", F.when(silent, F.col("last_push")))
+        # terminated: expected up to its final push; otherwise up to the interval's end
+        .withColumn("expect_end", F.when(F.col("terminated"), F.col("last_push")).otherwise(end))
+        .select(
+            "client_instance_id",
+            "who.*",
+            "first_push",
+            "last_push",
+            "terminated",
+            "interval_seconds",
+            "silent_since",
+            "expect_end",
+        )
+    )
+
+
+def per_push_hour(pushes: DataFrame, instances: DataFrame) -> DataFrame:
+    """Per instance and hour with pushes: landed, first/last push, the longest gap ending in the hour."""
+    ordered = Window.partitionBy("client_instance_id").orderBy("push_time")
+    gap = _seconds(F.col("push_time")) - _seconds(F.lag("push_time").over(ordered))
+    return (
+        pushes.withColumn("_gap", gap)
+        .withColumn("hour_start", F.date_trunc("hour", "push_time"))
+        .groupBy("client_instance_id", "hour_start")
+        .agg(
+            F.count(F.lit(1)).alias("landed_pushes"),
+            F.min("push_time").alias("first_push_time"),
+            F.max("push_time").alias("last_push_time"),
+            F.max("_gap").alias("max_gap_seconds"),
+            F.max(F.col("terminating").cast("int")).alias("_has_terminating"),
+        )
+    )
+
+
+def _expected_slots(hour_start: Column) -> Column:
+    """Push slots ``first + k * interval`` inside ``[hour, hour + 1h) ∩ [first, expect_end)``."""
+    first = _seconds(F.col("first_push"))
+    step = F.col("interval_seconds")
+    low = F.greatest(_seconds(hour_start), first)
+    high = F.least(_seconds(hour_start) + HOUR, _seconds(F.col("expect_end")))
+    slots = F.ceil((high - first) / step) - F.ceil((low - first) / step)
+    return F.when(high > low, slots).otherwise(F.lit(0))
+
+
+def instance_hours(instances: DataFrame, hourly: DataFrame, interval: Interval) -> DataFrame:
+    """Every hour of the interval from an instance's first push to its expectation end, with its pushes."""
+    first_hour = F.greatest(F.date_trunc("hour", "first_push"), F.lit(interval.hours[0]).cast("timestamp"))
+    last_hour = F.least(
+        F.date_trunc("hour", F.col("expect_end") - F.expr("INTERVAL 1 MICROSECOND")),
+        F.lit(interval.hours[-1]).cast("timestamp"),
+    )
+    grid = instances.withColumn(
+        "hour_start",
+        F.explode(
+            F.when(
+                last_hour >= first_hour, F.sequence(first_hour, last_hour, F.expr("INTERVAL 1 HOUR"))
+            ).otherwise(F.array(first_hour))
+        ),
+    )
+    joined = grid.join(hourly, ["client_instance_id", "hour_start"], "left")
+    expected = _expected_slots(F.col("hour_start")) + F.coalesce(F.col("_has_terminating"), F.lit(0))
+    return joined.withColumns(
+        {
+            "expected_pushes": expected.cast("long"),
+            "landed_pushes": F.coalesce(F.col("landed_pushes"), F.lit(0)).cast("long"),
+        }
+    )
+
+
+def broker_client_counters(rolled: DataFrame) -> DataFrame:
+    """Per instance key (either id form) and hour: throttled pushes and plugin errors the broker counted."""
+    instance = F.col("attributes")["client_instance_id"]
+
+    def increase(metric: str) -> Column:
+        return F.coalesce(F.sum(F.when(F.col("metric_name") == metric, F.col("increase"))), F.lit(0.0))
+
+    return (
+        rolled.where(instance.isNotNull())
+        .groupBy(instance.alias("instance_key"), F.col("bucket_start").alias("hour_start"))
+        .agg(increase(THROTTLES).alias("throttled_pushes"), increase(PLUGIN_ERRORS).alias("plugin_errors"))
+    )
+
+
+def broker_hours(rolled: DataFrame) -> DataFrame:
+    """Per cluster, broker and hour: instance count, unknown-subscription requests, plugin drops."""
+    is_count = F.col("metric_name") == INSTANCE_COUNT
+    return rolled.groupBy("cluster_id", "broker_node_id", F.col("bucket_start").alias("hour_start")).agg(
+        F.max(F.when(is_count, F.col("max"))).alias("instance_count_max"),
+        F.coalesce(
+            F.sum(F.when(F.col("metric_name") == UNKNOWN_SUBSCRIPTION_REQUESTS, F.col("increase"))),
+            F.lit(0.0),
+        ).alias("unknown_subscription_requests"),
+        F.coalesce(F.sum(F.when(F.col("metric_name") == PLUGIN_DROPS, F.col("increase"))), F.lit(0.0)).alias(
+            "plugin_dropped"
+        ),
+    )
+
+
+def reason_column() -> Column:
+    """Why, in words, from the row's own figures and its broker's counters (null parts are skipped)."""
+    since = F.date_format("silent_since", "yyyy-MM-dd'T'HH:mm:ss'Z'")
+    return F.concat_ws(
+        "; ",
+        F.when(
+            F.col("status") == "silent",
+            F.concat(F.lit("no push since "), since, F.lit(" and no terminating push")),
+        ),
+        F.when(
+            F.col("terminated") & F.col("_has_terminating").cast("boolean"),
+            F.lit("closed (terminating push)"),
+        ),
+        F.when(
+            F.col("throttled_pushes") > 0,
+            F.concat(
+                F.col("throttled_pushes").cast("long").cast("string"),
+                F.lit(" pushes throttled by the broker"),
+            ),
+        ),
+        F.when(
+            F.col("plugin_errors") > 0,
+            F.concat(
+                F.col("plugin_errors").cast("long").cast("string"), F.lit(" plugin errors for this client")
+            ),
+        ),
+        F.when(
+            F.col("max_gap_seconds") > GAP_AFTER * F.col("interval_seconds"),
+            F.concat(
+                F.lit("longest gap "),
+                F.format_number("max_gap_seconds", 1),
+                F.lit(" s for a "),
+                F.format_number("interval_seconds", 1),
+                F.lit(" s interval"),
+            ),
+        ),
+        F.when(
+            F.col("unknown_subscription_requests") > 0,
+            F.concat(
+                F.lit("broker counted "),
+                F.col("unknown_subscription_requests").cast("long").cast("string"),
+                F.lit(" unknown-subscription requests"),
+            ),
+        ),
+        F.when(
+            F.col("plugin_dropped") > 0,
+            F.concat(
+                F.lit("plugin dropped "),
+                F.col("plugin_dropped").cast("long").cast("string"),
+                F.lit(" records"),
+            ),
+        ),
+    )

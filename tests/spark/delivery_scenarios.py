@@ -1,0 +1,115 @@
+"""Landing-zone scenarios for delivery, convergence and capabilities (crafted pushes, broker records)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+import numpy as np
+
+from tests.spark.scenarios import DAY, PUSH_SECONDS, ns, push_times
+from tests.support.synthetic_landing import (
+    JAVA,
+    LIBRDKAFKA,
+    NANOS,
+    LandingWriter,
+    SyntheticClient,
+    client_labels,
+    make_client,
+    rows_table,
+    series_table,
+)
+
+METRIC = "org.apache.kafka.producer.record.queue.time.max"
+CLUSTER = "synthetic-cluster"
+BROKER = {"record_type": "broker", "node_id": 1, "cluster_id": CLUSTER}
+
+
+@dataclass(frozen=True)
+class DeliveryScenario:
+    steady: SyntheticClient
+    killed: SyntheticClient
+    closed: SyntheticClient
+    gappy: SyntheticClient
+    throttled: SyntheticClient
+    killed_at: datetime
+    closed_at: datetime
+    gap: tuple[datetime, datetime]
+    unseen_from: datetime
+    start: datetime
+    end: datetime
+
+
+def _pushes(writer: LandingWriter, client: SyntheticClient, times: np.ndarray) -> None:
+    values = np.full(times.shape, 5.0)
+    writer.write(series_table([client], METRIC, "gauge", None, {}, times[None, :], values[None, :]))
+
+
+def _broker_rows(scenario: DeliveryScenario) -> list[dict[str, object]]:
+    """Gauge: live pushers (the killed one expires 60 s after its last push, the closed one at once) plus
+    the refused one; the throttled client's cumulative throttle count steps to 2 at 13:40."""
+    start, end = scenario.start, scenario.end
+    rows: list[dict[str, object]] = []
+    for moment in push_times(start, end, offset_seconds=0).tolist():
+        at = datetime.fromtimestamp(moment // NANOS, start.tzinfo)
+        known = 3 + (at < scenario.killed_at + timedelta(seconds=60)) + (at < scenario.closed_at)
+        known += at >= scenario.unseen_from
+        base = {**BROKER, "resource_attributes": {"node_id": "1", "cluster_id": CLUSTER}, "time": moment}
+        rows.append(
+            {
+                **base,
+                "metric_name": "kafka.server.client_metrics.instance.count",
+                "metric_type": "gauge",
+                "value": float(known),
+            }
+        )
+        throttles = 2.0 if at >= start + timedelta(minutes=40) else 0.0
+        rows.append(
+            {
+                **base,
+                "metric_name": "kafka.server.client_metrics.throttle.count",
+                "metric_type": "sum",
+                "temporality": "cumulative",
+                "is_monotonic": True,
+                "start_time": ns(start) - 600 * NANOS,
+                "attributes": {"client_instance_id": scenario.throttled.instance_id},
+                "value": throttles,
+            }
+        )
+    return rows
+
+
+def write_delivery_scenario(root: str) -> DeliveryScenario:
+    """13:00-15:00, pushes every 10 s: a steady client; one killed at 13:20 (no terminating push); one
+    closed at 13:30 with a terminating push; one with no push 13:10-13:12; one the broker throttled twice
+    at 13:40; from 13:05 the broker knows one instance more than push to it (a refused client).
+    """
+    writer = LandingWriter(root)
+    start, end = DAY.replace(hour=13), DAY.replace(hour=15)
+    killed_at, closed_at = DAY.replace(hour=13, minute=20), DAY.replace(hour=13, minute=30)
+    gap = (DAY.replace(hour=13, minute=10), DAY.replace(hour=13, minute=12))
+    unseen_from = DAY.replace(hour=13, minute=5)
+    steady, killed, closed = make_client(71), make_client(72, JAVA), make_client(73)
+    gappy, throttled = make_client(74), make_client(75, LIBRDKAFKA)
+    every = push_times(start, end)
+    _pushes(writer, steady, every)
+    _pushes(writer, killed, every[every < ns(killed_at)])
+    _pushes(writer, closed, every[every < ns(closed_at)])
+    _pushes(writer, gappy, every[(every < ns(gap[0])) | (every >= ns(gap[1]))])
+    _pushes(writer, throttled, every)
+    terminating = {
+        **client_labels(closed),
+        "metric_name": METRIC,
+        "metric_type": "gauge",
+        "time": ns(closed_at) + 2 * NANOS,
+        "value": 5.0,
+        "terminating": True,
+        "push_interval_ms": PUSH_SECONDS * 1000,
+        "offset": 10_000,
+        "cluster_id": CLUSTER,
+    }
+    scenario = DeliveryScenario(
+        steady, killed, closed, gappy, throttled, killed_at, closed_at, gap, unseen_from, start, end
+    )
+    writer.write(rows_table([terminating, *_broker_rows(scenario)]))
+    return scenario

@@ -1,0 +1,93 @@
+"""Delivery health on real Spark: silent, closed, gappy and throttled clients; instances that never pushed."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import delivery
+import pytest
+
+from tests.spark.delivery_scenarios import write_delivery_scenario
+
+pytestmark = pytest.mark.spark
+
+
+@pytest.fixture(scope="module")
+def delivery_run(spark, tmp_path_factory):  # type: ignore[no-untyped-def]
+    root = tmp_path_factory.mktemp("delivery")
+    scenario = write_delivery_scenario(str(root / "landing"))
+    summary = delivery.run(
+        [
+            *("--input", str(root / "landing"), "--output", str(root / "out")),
+            *("--start", "2026-01-31T13:00:00Z", "--end", "2026-01-31T15:00:00Z"),
+        ],
+        spark,
+    )
+    rows = spark.read.parquet(str(root / "out" / "delivery")).collect()
+    return scenario, summary, rows
+
+
+def _of(rows, client):  # type: ignore[no-untyped-def]
+    return {row["hour_start"].hour: row for row in rows if row["client_instance_id"] == client.instance_id}
+
+
+def test_steady_client_is_ok_with_every_push_expected_and_landed(delivery_run):
+    scenario, _, rows = delivery_run
+    hours = _of(rows, scenario.steady)
+    assert sorted(hours) == [13, 14]
+    for row in hours.values():
+        assert (row["status"], row["expected_pushes"], row["landed_pushes"]) == ("ok", 360, 360)
+        assert row["silent_since"] is None and row["terminated"] is False and row["reason"] is None
+        assert row["push_interval_seconds"] == 10.0
+        assert row["client_id"] == scenario.steady.client_id
+
+
+def test_killed_client_is_silent_since_its_last_push(delivery_run):
+    scenario, summary, rows = delivery_run
+    hours = _of(rows, scenario.killed)
+    last_push = scenario.killed_at - timedelta(seconds=5)
+    for hour in (13, 14):
+        assert hours[hour]["status"] == "silent"
+        assert hours[hour]["silent_since"].replace(tzinfo=scenario.start.tzinfo) == last_push
+        assert "no terminating push" in hours[hour]["reason"]
+    assert hours[13]["landed_pushes"] == 120 and hours[13]["expected_pushes"] == 360
+    assert (hours[14]["landed_pushes"], hours[14]["expected_pushes"]) == (0, 360)
+    assert hours[13]["client_software_name"] == scenario.killed.software_name
+    assert summary.notes["silent"] == 2  # the killed client and the broker's unseen instances
+
+
+def test_closed_client_is_ok_and_expected_only_until_its_terminating_push(delivery_run):
+    scenario, _, rows = delivery_run
+    hours = _of(rows, scenario.closed)
+    assert sorted(hours) == [13]  # no expectation after the client closed
+    row = hours[13]
+    assert row["terminated"] is True and row["status"] == "ok"
+    assert row["landed_pushes"] == 181 and row["expected_pushes"] == 181  # 180 + its terminating push
+
+
+def test_gap_is_flagged_in_its_hour_only(delivery_run):
+    scenario, _, rows = delivery_run
+    hours = _of(rows, scenario.gappy)
+    assert hours[13]["status"] == "gaps" and hours[14]["status"] == "ok"
+    assert hours[13]["max_gap_seconds"] == pytest.approx(130.0)
+    assert hours[13]["expected_pushes"] - hours[13]["landed_pushes"] == 12
+    assert "longest gap 130.0 s for a 10.0 s interval" in hours[13]["reason"]
+
+
+def test_broker_throttles_mark_the_client_throttled(delivery_run):
+    scenario, _, rows = delivery_run
+    hours = _of(rows, scenario.throttled)
+    assert hours[13]["status"] == "throttled" and hours[13]["throttled_pushes"] == 2
+    assert "2 pushes throttled by the broker" in hours[13]["reason"]
+    assert hours[14]["status"] == "ok" and hours[14]["throttled_pushes"] == 0
+
+
+def test_instances_the_broker_knew_but_never_saw_push(delivery_run):
+    scenario, _, rows = delivery_run
+    unseen = {row["hour_start"].hour: row for row in rows if row["client_instance_id"] is None}
+    assert sorted(unseen) == [13, 14]
+    first = unseen[13]
+    assert (first["unseen_instances"], first["status"], first["broker_node_id"]) == (1, "silent", 1)
+    assert first["silent_since"].replace(tzinfo=scenario.start.tzinfo) == scenario.unseen_from
+    assert "knew 6 client-metrics instances, 5 pushed" in first["reason"]
+    assert unseen[14]["unseen_instances"] == 1
