@@ -1,1 +1,1 @@
-"""OTLP telemetry records to landing rows: header labels, protobuf/JSON parsing, Arrow columns, native fast path."""
+"""OTLP telemetry records to landing rows; the entry points are in ``decoder`` (see its docstring)."""

@@ -1,9 +1,10 @@
 """The native OTLP fast path: Arrow arrays from the column buffers of ``kip714_native.decode_metrics``.
 
 The Rust extension (``native/``) decodes gauges and sums, nearly every point clients push, with the
-GIL released, and marks every other record for the Python decoder (``otlp_decoder``), which stays
-the reference: it decodes the rest or quarantines them with a precise reason. This module only turns
-the returned buffers into Arrow arrays at the three levels (point, scope, metric), without copying.
+GIL released, and marks every other record for the Python decoder (``reference``), which stays
+the reference: it decodes the rest or quarantines them with a precise reason (``fast_path`` merges the
+two). This module only turns the returned buffers into Arrow arrays at the three levels (point, scope,
+metric), without copying.
 
 ``KIP714_OTLP_DECODER=python`` turns the fast path off (for comparing the two, or to rule it out).
 """

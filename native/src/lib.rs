@@ -1,6 +1,6 @@
 //! Native decoding of OTLP `MetricsData` values into column buffers, for the telemetry landing.
 //!
-//! This is the fast path of `airflow_provider_kip714.otlp_decoder`, not a second reference: it
+//! This is the fast path of `airflow_provider_kip714.decoding` (`fast_path.py`), not a second reference: it
 //! handles the common case only, well-formed payloads whose metrics are gauges and sums with string,
 //! int, double and bool attribute values (what librdkafka and the Java client push). Any other
 //! record (another point kind, exemplars, an unknown field, array/kvlist/bytes attribute values, no
@@ -665,7 +665,9 @@ impl Columns {
                 _ => return Err(Fallback), // exemplars and unknown fields
             }
         }
-        if flags > i32::MAX as u64 {
+        // Values the landing columns cannot hold (flags is int32, times int64 ns): the reference
+        // quarantines the record with the reason, so the batch's conversions never see them.
+        if flags > i32::MAX as u64 || start > i64::MAX as u64 || time > i64::MAX as u64 {
             return Err(Fallback);
         }
         self.attributes.close_row()?;

@@ -1,0 +1,81 @@
+"""The native fast path and its merge with the reference: one home for "native first, Python for the rest".
+
+``native.decode_values`` decodes gauges and sums (nearly every point clients push) with the GIL
+released and marks every other record for the Python decoder (``reference``). Headers and lineage are
+checked here once for both (``reference.record_reason``), the records the native side leaves are
+decoded by the reference, and the two tables are merged back into record order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from airflow_provider_kip714.decoding import native
+from airflow_provider_kip714.decoding.arrow import native_table
+from airflow_provider_kip714.decoding.labels import BatchLabels
+from airflow_provider_kip714.decoding.records import DecodedBatch, TopicRecord
+from airflow_provider_kip714.decoding.reference import decode_reference, record_reason
+
+
+def _lineage(records: Sequence[TopicRecord], labels: BatchLabels, failed: set[int]) -> list[Sequence[Any]]:
+    """Per-record lineage columns; failed records (which have no points) get harmless zeros."""
+    ok = [index not in failed for index in range(len(records))]
+    return [
+        [record.topic for record in records],
+        [record.partition if good else 0 for record, good in zip(records, ok, strict=True)],
+        [record.offset if good else 0 for record, good in zip(records, ok, strict=True)],
+        [record.timestamp_ms if good else 0 for record, good in zip(records, ok, strict=True)],
+        [slot if good else 0 for slot, good in zip(labels.slots, ok, strict=True)],
+    ]
+
+
+def merge_by_record(
+    first: pa.Table, first_records: np.ndarray, second: pa.Table, second_records: np.ndarray
+) -> pa.Table:
+    """Both tables' rows in record order (a stable sort keeps each record's points in order)."""
+    if second.num_rows == 0:
+        return first
+    if first.num_rows == 0:
+        return second
+    order = np.argsort(np.concatenate([first_records, second_records]), kind="stable")
+    return pa.concat_tables([first, second]).take(pa.array(order))
+
+
+def decode_fast(records: Sequence[TopicRecord]) -> DecodedBatch:
+    """``otlp_proto`` records: natively where it can, the rest through the reference, in record order."""
+    labels = BatchLabels.of(record.headers for record in records)
+    failures: list[tuple[int, str]] = []
+    values: list[bytes | None] = []
+    for index, record in enumerate(records):
+        reason = record_reason(record, labels, index)
+        if reason is not None:
+            failures.append((index, reason))
+        values.append(None if reason is not None else record.value)
+    failed = {index for index, _ in failures}
+    decoded = native.decode_values(values)
+    table = native_table(_lineage(records, labels, failed), labels.label_rows(), decoded)
+    points_per_record = decoded.points_per_record.tolist()
+    fallback = [int(index) for index in np.flatnonzero(decoded.status) if index not in failed]
+    if fallback:
+        subset = BatchLabels(
+            labels.rows, [labels.slots[i] for i in fallback], [labels.errors[i] for i in fallback]
+        )
+        reference = decode_reference([records[index] for index in fallback], "otlp_proto", subset)
+        failures.extend((fallback[position], reason) for position, reason in reference.failures)
+        for position, index in enumerate(fallback):
+            points_per_record[index] = reference.points_per_record[position]
+        table = merge_by_record(
+            table,
+            decoded.point_record,
+            reference.datapoints,
+            np.repeat(np.asarray(fallback, dtype=np.int64), reference.points_per_record),
+        )
+    failures.sort()
+    return DecodedBatch(table, failures, points_per_record)
+
+
+__all__ = ["decode_fast", "merge_by_record"]

@@ -1,0 +1,60 @@
+"""Intern header sets: each distinct set of record headers is kept (and parsed, and written) once.
+
+A client's pushes all carry the same ``kip714.*`` headers, so a batch of thousands of records has a
+few dozen distinct header sets. Landing keeps one copy of each (``PartitionBatch``), the raw table
+writes each set's map once, and decoding parses each set's labels once; all of them use this class.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import TypeAlias
+
+import numpy as np
+
+Headers: TypeAlias = Sequence[tuple[str, bytes | None]] | None
+HeaderSet: TypeAlias = tuple[tuple[str, bytes | None], ...] | None
+
+
+class HeaderSets:
+    """The distinct header sets seen so far (``sets``), each with its slot (position in ``sets``).
+
+    ``slot`` interns by value (a fresh header list per consumed message is fine); ``slots`` interns a
+    whole sequence and also short-cuts by identity, which is safe because the caller's sequence keeps
+    every header object alive for the call (so no ``id()`` is reused) and landing hands over one
+    object per distinct set.
+    """
+
+    __slots__ = ("_by_value", "sets")
+
+    def __init__(self) -> None:
+        self.sets: list[HeaderSet] = []
+        self._by_value: dict[HeaderSet, int] = {}
+
+    def __len__(self) -> int:
+        return len(self.sets)
+
+    def slot(self, headers: Headers) -> int:
+        """The slot of ``headers`` (by value), adding it as a new set if it is one."""
+        key = tuple(headers) if headers else None
+        slot = self._by_value.get(key)
+        if slot is None:
+            slot = self._by_value[key] = len(self.sets)
+            self.sets.append(key)
+        return slot
+
+    def slots(self, header_lists: Iterable[Headers]) -> np.ndarray:
+        """Slots of many header lists at once (int64), parsing each distinct object once."""
+        by_identity: dict[int, int] = {}
+        alive: list[Headers] = []  # keeps generator-produced objects alive, so no id() is reused
+        result: list[int] = []
+        for headers in header_lists:
+            slot = by_identity.get(id(headers))
+            if slot is None:
+                slot = by_identity[id(headers)] = self.slot(headers)
+                alive.append(headers)
+            result.append(slot)
+        return np.asarray(result, dtype=np.int64)
+
+
+__all__ = ["HeaderSet", "HeaderSets", "Headers"]
