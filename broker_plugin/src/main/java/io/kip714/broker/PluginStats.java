@@ -21,6 +21,8 @@ final class PluginStats {
     private final Map<String, AtomicLong> dropped = new LinkedHashMap<>();
     private final AtomicLong exported = new AtomicLong();
     private final AtomicLong inFlight = new AtomicLong();
+    private final AtomicLong producerBuildFailures = new AtomicLong();
+    private volatile boolean producerUnavailable;
     private final long startTimeNanos = BrokerMetricsCollector.nowNanos();
 
     PluginStats() {
@@ -70,6 +72,24 @@ final class PluginStats {
 
     long inFlight() {
         return inFlight.get();
+    }
+
+    void countProducerBuildFailure() {
+        producerBuildFailures.incrementAndGet();
+    }
+
+    /** Failed attempts to build the plugin's producer since start. */
+    long producerBuildFailures() {
+        return producerBuildFailures.get();
+    }
+
+    /** True while the sender runs without a producer (not built yet, or building failed). */
+    void producerUnavailable(boolean unavailable) {
+        producerUnavailable = unavailable;
+    }
+
+    boolean producerUnavailable() {
+        return producerUnavailable;
     }
 
     long startTimeNanos() {

@@ -12,6 +12,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.OptionalInt;
 import java.util.function.Function;
+import java.util.function.LongSupplier;
 
 /**
  * Shared core of both reporter shells: wires the request-thread intake ({@link PushIntake}), the
@@ -45,12 +46,21 @@ final class TelemetryTopicCore {
 
     TelemetryTopicCore(PluginConfig config, Function<Map<String, Object>, Producer<byte[], byte[]>> producerFactory,
                        boolean registerJmx) {
+        this(config, producerFactory, registerJmx, System::currentTimeMillis, null);
+    }
+
+    /**
+     * @param clockMs wall clock (ms) for rate-limited logs; injectable for tests
+     * @param sleeper the sender's wait between producer build attempts; null for the real one
+     */
+    TelemetryTopicCore(PluginConfig config, Function<Map<String, Object>, Producer<byte[], byte[]>> producerFactory,
+                       boolean registerJmx, LongSupplier clockMs, Sleeper sleeper) {
         this.config = config;
         this.buffer = new BoundedRecordBuffer(config.bufferMaxRecords, config.bufferMaxBytes);
         this.intake = new PushIntake(config, buffer, stats, collector, this::clusterId);
-        this.sender = new TelemetrySender(config, buffer, stats, producerFactory, () -> intake.accepting(false));
+        this.sender = new TelemetrySender(config, buffer, stats, producerFactory, clockMs, sleeper);
         this.brokerMetrics = new BrokerMetricsTask(config, collector, stats, intake, this::clusterId, this::buffered);
-        this.jmxMetrics = registerJmx ? new PluginJmxMetrics(config.nodeId, this) : null;
+        this.jmxMetrics = registerJmx ? new PluginJmxMetrics(config.nodeId, stats, this::buffered) : null;
     }
 
     static TelemetryTopicCore forBroker(Map<String, ?> brokerConfigs) {
