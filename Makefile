@@ -14,13 +14,14 @@ PYTEST_ARGS ?=
 # rustup's default location, in case the calling shell has not sourced ~/.cargo/env
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 
-.PHONY: help install venv plugin java-client kafka browser test unit-test lint demo bench airflow clean
+.PHONY: help install venv plugin java-client kafka browser test unit-test lint demo bench airflow clean dist
 
 help:
 	@echo "make demo   - install, start local Kafka + clients, run the troubleshooting job"
 	@echo "make test   - install, then run the whole test suite"
 	@echo "make plugin - build the broker plugin jar ($(PLUGIN_JAR))"
 	@echo "make lint   - ruff check + format check"
+	@echo "make dist   - build the provider wheel + sdist and the native decoder's abi3 wheel into dist/"
 	@echo "make bench  - run the benchmarks in bench/"
 	@echo "make airflow - airflow standalone with the DAGs and the Client telemetry page"
 
@@ -56,6 +57,14 @@ test: install
 
 unit-test: venv
 	$(BIN)/pytest tests/unit $(PYTEST_ARGS)
+
+DIST_DIR ?= $(CURDIR)/dist
+
+# What users install: the provider's wheel and sdist (runtime code and spark_apps/ only) and the native
+# decoder's abi3 wheel (the optional extra `airflow-provider-kip714[native]`).
+dist: $(UV)
+	$(UV) build --out-dir $(DIST_DIR) .
+	$(UV) build --wheel --out-dir $(DIST_DIR) native
 
 lint: venv
 	$(BIN)/ruff check .
