@@ -17,26 +17,18 @@ from datetime import datetime
 from functools import cached_property
 from typing import Any
 
-from airflow.sdk import BaseHook
-
 from airflow_provider_kip714.clock import Clock
+from airflow_provider_kip714.hooks.base import DEFAULT_CONN_ID, Kip714KafkaBaseHook
 from airflow_provider_kip714.subscriptions.admin import ClientMetricsAdmin, UpsertResult
-from airflow_provider_kip714.subscriptions.kafka_python_config import secret_values, to_kafka_python_kwargs
+from airflow_provider_kip714.subscriptions.kafka_python_config import to_kafka_python_kwargs
 from airflow_provider_kip714.subscriptions.model import Subscription
 from airflow_provider_kip714.subscriptions.window_name import WindowName
 
 CONN_TYPE = "kafka_client_metrics"
-DEFAULT_CONN_ID = "kafka_default"
+__all__ = ["CONN_TYPE", "DEFAULT_CONN_ID", "ClientMetricsHook"]
 
 
-def _mask(values: Iterable[str]) -> None:
-    from airflow.sdk.log import mask_secret
-
-    for value in values:
-        mask_secret(value)
-
-
-class ClientMetricsHook(BaseHook):
+class ClientMetricsHook(Kip714KafkaBaseHook):
     """Create, describe, alter, delete and reap KIP-714 client-metrics subscriptions.
 
     :param kafka_config_id: Airflow connection whose extra is librdkafka-style config.
@@ -55,23 +47,15 @@ class ClientMetricsHook(BaseHook):
         config: Mapping[str, Any] | None = None,
         clock: Clock | None = None,
     ) -> None:
-        super().__init__()
-        self.kafka_config_id = kafka_config_id
-        self._explicit_config = dict(config) if config is not None else None
+        super().__init__(kafka_config_id, config)
         self._clock = clock
-
-    def _librdkafka_config(self) -> dict[str, Any]:
-        if self._explicit_config is not None:
-            extra = self._explicit_config
-        else:
-            extra = self.get_connection(self.kafka_config_id).extra_dejson
-        _mask(secret_values(extra))
-        return extra
 
     @cached_property
     def admin(self) -> ClientMetricsAdmin:
         """The admin wrapper; connects lazily on first use."""
-        return ClientMetricsAdmin(to_kafka_python_kwargs(self._librdkafka_config()), clock=self._clock)
+        return ClientMetricsAdmin(
+            to_kafka_python_kwargs(self.client_config(require_bootstrap=False)), clock=self._clock
+        )
 
     def get_conn(self) -> ClientMetricsAdmin:
         return self.admin

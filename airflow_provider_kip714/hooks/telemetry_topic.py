@@ -1,9 +1,9 @@
 """``TelemetryTopicHook``: read the telemetry topic with confluent-kafka, decode it, land it as Parquet.
 
 The connection is the apache-kafka provider's format: a ``kafka`` connection (``kafka_default``)
-whose JSON extra is the librdkafka config. Reading never uses consumer-group offsets: partitions are
-assigned explicitly, so reading has no side effects on the cluster and landing resumes from the
-landed files (see ``landing_zone``).
+whose JSON extra is the librdkafka config (see ``hooks.base``). Reading goes through
+``telemetry.reader``: partitions assigned explicitly, no consumer-group offsets, no silent offset
+reset, fatal errors end the read with one line.
 """
 
 from __future__ import annotations
@@ -12,24 +12,18 @@ import os
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from datetime import datetime
-from typing import Any, Literal
+from typing import Any
 
-from airflow.sdk import BaseHook
-from confluent_kafka import Consumer, KafkaError, TopicPartition
+from confluent_kafka import Consumer
 
 from airflow_provider_kip714.contract.topic import DEFAULT_TELEMETRY_TOPIC
 from airflow_provider_kip714.decoding.decoder import TopicRecord, ValueFormat, decode_batch
-from airflow_provider_kip714.exceptions import Kip714Error
+from airflow_provider_kip714.hooks.base import DEFAULT_CONN_ID, Kip714KafkaBaseHook
+from airflow_provider_kip714.telemetry import reader
 from airflow_provider_kip714.telemetry.landing import LandingResult, land_topic
+from airflow_provider_kip714.telemetry.reader import StartAt
 
-DEFAULT_CONN_ID = "kafka_default"
-_SECRET_KEYS = (
-    "sasl.password",
-    "ssl.key.password",
-    "ssl.keystore.password",
-    "sasl.oauthbearer.client.secret",
-)
+__all__ = ["DEFAULT_CONN_ID", "DecodedRecord", "StartAt", "TelemetryTopicHook"]
 
 
 @dataclass(frozen=True)
@@ -41,10 +35,7 @@ class DecodedRecord:
     error: str | None
 
 
-StartAt = Literal["earliest", "latest"] | datetime
-
-
-class TelemetryTopicHook(BaseHook):
+class TelemetryTopicHook(Kip714KafkaBaseHook):
     """Iterate and land the KIP-714 telemetry topic.
 
     :param kafka_config_id: Airflow ``kafka`` connection; its extra is the librdkafka config.
@@ -53,9 +44,6 @@ class TelemetryTopicHook(BaseHook):
     :param value_format: ``otlp_proto`` (default), ``otlp_json`` or ``auto`` (JSON if it starts with ``{``).
     """
 
-    conn_name_attr = "kafka_config_id"
-    default_conn_name = DEFAULT_CONN_ID
-    conn_type = "kafka"
     hook_name = "Kafka telemetry topic (KIP-714)"
 
     def __init__(
@@ -65,67 +53,23 @@ class TelemetryTopicHook(BaseHook):
         topic: str = DEFAULT_TELEMETRY_TOPIC,
         value_format: ValueFormat = "otlp_proto",
     ) -> None:
-        super().__init__()
-        self.kafka_config_id = kafka_config_id
-        self._explicit_config = dict(config) if config is not None else None
+        super().__init__(kafka_config_id, config)
         self.topic = topic
         self.value_format = value_format
 
-    def client_config(self) -> dict[str, Any]:
-        """The librdkafka config from the connection extra (or the explicit ``config``)."""
-        if self._explicit_config is not None:
-            config = dict(self._explicit_config)
-        else:
-            config = dict(self.get_connection(self.kafka_config_id).extra_dejson)
-            _mask_secrets(config)
-        if not config.get("bootstrap.servers"):
-            source = "config" if self._explicit_config is not None else f"connection {self.kafka_config_id!r}"
-            raise Kip714Error(f"bootstrap.servers: must be set in the {source} extra")
-        return config
-
-    def get_conn(self) -> Consumer:
-        """A consumer with nothing assigned; the caller closes it."""
-        config = self.client_config()
-        config.setdefault("group.id", "kip714-telemetry-reader")
-        config.update({"enable.auto.commit": False, "enable.auto.offset.store": False})
-        return Consumer(config)
+    def get_conn(self, policy: reader.ErrorPolicy | None = None) -> Consumer:
+        """A reader consumer with nothing assigned; the caller closes it."""
+        return reader.open_consumer(self.client_config(), policy)
 
     # ---- reading -------------------------------------------------------------------------------
 
     def assign(
-        self, consumer: Consumer, start: StartAt, timeout_s: float = 15.0
+        self, consumer: Consumer, start: StartAt, timeout_s: float = reader.DEFAULT_METADATA_TIMEOUT_S
     ) -> dict[int, tuple[int, int]]:
         """Assign every partition from ``start``; return partition -> (start offset, end offset read now)."""
-        metadata = consumer.list_topics(self.topic, timeout=timeout_s)
-        topic_metadata = metadata.topics.get(self.topic)
-        if topic_metadata is None or topic_metadata.error is not None:
-            reason = "not found" if topic_metadata is None else str(topic_metadata.error)
-            raise Kip714Error(f"topic: {self.topic!r} cannot be read ({reason})")
-        partitions = sorted(topic_metadata.partitions)
-        watermarks = {
-            partition: consumer.get_watermark_offsets(
-                TopicPartition(self.topic, partition), timeout=timeout_s, cached=False
-            )
-            for partition in partitions
-        }
-        if isinstance(start, datetime):
-            millis = int(start.timestamp() * 1000)
-            found = consumer.offsets_for_times(
-                [TopicPartition(self.topic, partition, millis) for partition in partitions], timeout=timeout_s
-            )
-            starts = {
-                tp.partition: (tp.offset if tp.offset >= 0 else watermarks[tp.partition][1]) for tp in found
-            }
-        elif start == "earliest":
-            starts = {partition: low for partition, (low, _) in watermarks.items()}
-        elif start == "latest":
-            starts = {partition: high for partition, (_, high) in watermarks.items()}
-        else:
-            raise Kip714Error(f"start: must be 'earliest', 'latest' or a datetime (got {start!r})")
-        consumer.assign(
-            [TopicPartition(self.topic, partition, starts[partition]) for partition in partitions]
-        )
-        return {partition: (starts[partition], watermarks[partition][1]) for partition in partitions}
+        reader.check_duration("timeout_s", timeout_s, allow_none=False)
+        servers = str(self.client_config().get("bootstrap.servers"))
+        return reader.assign_from(consumer, self.topic, start, timeout_s, servers)
 
     def iter_records(
         self,
@@ -139,9 +83,13 @@ class TelemetryTopicHook(BaseHook):
         """Yield records (with decoded rows) from ``start``.
 
         Stops at the end offsets read at the start (unless ``stop_at_end`` is false), after
-        ``max_records``, or after ``timeout_s`` seconds, whichever comes first.
+        ``max_records``, or after ``timeout_s`` seconds, whichever comes first. A fatal client error
+        (no authorization, topic deleted, brokers gone for longer than the metadata timeout) raises
+        ``TopicReadError``.
         """
-        consumer = self.get_conn()
+        reader.check_duration("timeout_s", timeout_s)
+        policy = reader.ErrorPolicy(self.topic)
+        consumer = self.get_conn(policy)
         try:
             ranges = self.assign(consumer, start)
             pending = {p for p, (first, end) in ranges.items() if first < end} if stop_at_end else set(ranges)
@@ -149,25 +97,25 @@ class TelemetryTopicHook(BaseHook):
             yielded = 0
             while pending and (deadline is None or time.monotonic() < deadline):
                 message = consumer.poll(0.2)
+                policy.raise_pending()
                 if message is None:
                     continue
                 error = message.error()
                 if error is not None:
-                    if error.code() == KafkaError._PARTITION_EOF or not error.fatal():
-                        continue
-                    raise Kip714Error(f"consumer: {error}")
+                    policy.check(error)
+                    continue
+                policy.progress()
                 partition = message.partition()
                 end = ranges[partition][1]
                 if stop_at_end and message.offset() >= end - 1:
                     pending.discard(partition)
                     if message.offset() >= end:
                         continue
-                _, timestamp_ms = message.timestamp()
                 record = TopicRecord(
                     self.topic,
                     partition,
                     message.offset(),
-                    max(timestamp_ms, 0),
+                    max(message.timestamp()[1], 0),
                     message.key(),
                     message.headers(),
                     message.value(),
@@ -193,23 +141,14 @@ class TelemetryTopicHook(BaseHook):
         return land_topic(self.client_config(), self.topic, out_dir, **options)
 
     def test_connection(self) -> tuple[bool, str]:
-        consumer = self.get_conn()
         try:
-            metadata = consumer.list_topics(self.topic, timeout=10)
-            topic = metadata.topics.get(self.topic)
-            if topic is None or topic.error is not None:
-                return False, f"topic {self.topic!r} is not readable"
-            return True, f"topic {self.topic!r}: {len(topic.partitions)} partitions"
+            consumer = self.get_conn()
+        except Exception as err:
+            return False, str(err)
+        try:
+            partitions = reader.partitions_of(consumer, self.topic, 10.0)
+            return True, f"topic {self.topic!r}: {len(partitions)} partitions"
         except Exception as err:
             return False, str(err)
         finally:
             consumer.close()
-
-
-def _mask_secrets(config: Mapping[str, Any]) -> None:
-    from airflow.sdk.log import mask_secret
-
-    for key in _SECRET_KEYS:
-        value = config.get(key)
-        if isinstance(value, str) and value:
-            mask_secret(value)

@@ -1,11 +1,12 @@
 """Land the telemetry topic into the Parquet landing zone, exactly once, using both cores on backlogs.
 
-The calling thread consumes (partitions assigned explicitly, no consumer group offsets) and cuts the
-stream into per-partition chunks; decoding and Parquet writing of a chunk run on a staging thread
-(``stage_batch``; the native decoder and pyarrow's writer release the GIL), which leaves temp files;
-the calling thread commits chunks strictly in the order it cut them, so a partition's landed offsets
-never have holes. See ``landing_zone`` for the crash protocol and ``docs/telemetry-landing.md`` for
-the layout.
+The calling thread consumes (through ``reader``: partitions assigned explicitly, no group offsets,
+no silent offset reset, fatal errors stop the run) and cuts the stream into per-partition chunks;
+decoding and Parquet writing of a chunk run on a staging thread (``landing_batch.stage_batch``; the
+native decoder and pyarrow's writer release the GIL), which leaves temp files; the calling thread
+commits chunks strictly in the order it cut them, so a partition's landed offsets never have holes.
+Before landing anything, the topic's Kafka id is compared with the one the zone landed
+(``topic_generation``). See ``landing_zone`` for the crash protocol and ``docs/telemetry-landing.md``.
 """
 
 from __future__ import annotations
@@ -14,188 +15,55 @@ import collections
 import logging
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Final
 
-import pyarrow as pa
-from confluent_kafka import Consumer, KafkaError, Message, TopicPartition
+from confluent_kafka import Consumer, Message, TopicPartition
 
-from airflow_provider_kip714.contract.landing_schema import QUARANTINE_SCHEMA, RAW_SCHEMA, STRING_MAP
-from airflow_provider_kip714.decoding.decoder import VALUE_FORMATS, TopicRecord, ValueFormat, decode_batch
+from airflow_provider_kip714.decoding.decoder import VALUE_FORMATS, ValueFormat
 from airflow_provider_kip714.exceptions import LandingError
-from airflow_provider_kip714.telemetry.landing_zone import ChunkId, LandingZone, StagedChunk
+from airflow_provider_kip714.telemetry import reader
+from airflow_provider_kip714.telemetry.landing_batch import (
+    PartitionBatch,
+    quarantine_table,
+    raw_table,
+    stage_batch,
+    stage_records,
+)
+from airflow_provider_kip714.telemetry.landing_zone import LandingZone, StagedChunk
+from airflow_provider_kip714.telemetry.topic_generation import reconcile
+
+__all__ = [
+    "LandingResult",
+    "PartitionBatch",
+    "TopicLander",
+    "datapoints_uri",
+    "land_topic",
+    "quarantine_table",
+    "raw_table",
+    "stage_batch",
+    "stage_records",
+]
 
 log = logging.getLogger(__name__)
 
 DEFAULT_CHUNK_RECORDS: Final = 5_000  # per partition
 DEFAULT_CHUNK_INTERVAL_S: Final = 5.0
 CONSUME_BATCH: Final = 2_000
-
-
-# --------------------------------------------------------------------------------------------------
-# tables
-
-
-def _headers_map(records: Sequence[TopicRecord]) -> pa.Array:
-    """Headers as a map column; each distinct header set (usually one per client) is decoded once."""
-    distinct: dict[int, int] = {}
-    sets: list[Any] = []
-    index: list[int] = []
-    for record in records:
-        headers = record.headers
-        slot = distinct.get(id(headers))
-        if slot is None:
-            slot = distinct[id(headers)] = len(sets)
-            sets.append(headers)
-        index.append(slot)
-    offsets = [0]
-    keys: list[str] = []
-    values: list[str | None] = []
-    for headers in sets:
-        for name, raw in headers or ():
-            keys.append(name)
-            values.append(None if raw is None else raw.decode("utf-8", errors="replace"))
-        offsets.append(len(keys))
-    per_set = pa.MapArray.from_arrays(
-        pa.array(offsets, type=pa.int32()),
-        pa.array(keys, type=pa.string()),
-        pa.array(values, type=pa.string()),
-        type=STRING_MAP,
-    )
-    return per_set.take(pa.array(index, type=pa.int32()))
-
-
-def raw_table(records: Sequence[TopicRecord]) -> pa.Table:
-    """One row per record, bytes as received (the source of truth and the resume point)."""
-    return pa.Table.from_arrays(
-        [
-            pa.array([r.topic for r in records], type=pa.string()),
-            pa.array([r.partition for r in records], type=pa.int32()),
-            pa.array([r.offset for r in records], type=pa.int64()),
-            pa.array([r.timestamp_ms for r in records], type=pa.int64()).cast(
-                RAW_SCHEMA.field("timestamp").type
-            ),
-            pa.array([r.key for r in records], type=pa.binary()),
-            _headers_map(records),
-            pa.array([r.value for r in records], type=pa.binary()),
-        ],
-        schema=RAW_SCHEMA,
-    )
-
-
-def quarantine_table(records: Sequence[TopicRecord], failures: Sequence[tuple[int, str]]) -> pa.Table:
-    bad = [records[index] for index, _ in failures]
-    raw = raw_table(bad)
-    now_ms = int(time.time() * 1000)
-    return pa.Table.from_arrays(
-        [
-            *raw.columns,
-            pa.array([reason for _, reason in failures], type=pa.string()),
-            pa.array([now_ms] * len(bad), type=pa.int64()).cast(
-                QUARANTINE_SCHEMA.field("quarantined_at").type
-            ),
-        ],
-        schema=QUARANTINE_SCHEMA,
-    )
-
-
-def stage_records(
-    zone_root: str, topic: str, fsync: bool, value_format: ValueFormat, records: Sequence[TopicRecord]
-) -> StagedChunk:
-    """Decode one partition's consecutive records and write them as a staged chunk (thread-safe)."""
-    zone = LandingZone(zone_root, topic, fsync=fsync)
-    chunk = ChunkId(records[0].partition, records[0].offset, records[-1].offset)
-    decoded = decode_batch(records, value_format)
-    return zone.stage(
-        chunk,
-        raw_table(records),
-        decoded.datapoints,
-        quarantine_table(records, decoded.failures),
-        points=decoded.datapoints.num_rows,
-        last_timestamp_ms=records[-1].timestamp_ms,
-    )
-
-
-class PartitionBatch:
-    """One partition's consecutive records in compact columns, as the consumer hands them on.
-
-    Each distinct header set (one per client connection, usually) is kept once: decoding parses its
-    labels once and the raw table writes its map once, instead of once per record.
-    """
-
-    __slots__ = (
-        "_interned",
-        "header_index",
-        "header_sets",
-        "keys",
-        "offsets",
-        "partition",
-        "timestamps",
-        "topic",
-        "values",
-    )
-
-    def __init__(self, topic: str, partition: int) -> None:
-        self.topic = topic
-        self.partition = partition
-        self.offsets: list[int] = []
-        self.timestamps: list[int] = []
-        self.keys: list[bytes | None] = []
-        self.values: list[bytes | None] = []
-        self.header_sets: list[tuple[tuple[str, bytes | None], ...] | None] = []
-        self.header_index: list[int] = []
-        self._interned: dict[Any, int] = {}
-
-    def __len__(self) -> int:
-        return len(self.offsets)
-
-    def append(
-        self,
-        offset: int,
-        timestamp_ms: int,
-        key: bytes | None,
-        headers: list[tuple[str, bytes | None]] | None,
-        value: bytes | None,
-    ) -> None:
-        header_key = tuple(headers) if headers else None
-        index = self._interned.get(header_key)
-        if index is None:
-            index = self._interned[header_key] = len(self.header_sets)
-            self.header_sets.append(header_key)
-        self.header_index.append(index)
-        self.offsets.append(offset)
-        self.timestamps.append(timestamp_ms)
-        self.keys.append(key)
-        self.values.append(value)
-
-    def records(self) -> list[TopicRecord]:
-        topic, partition, header_sets = self.topic, self.partition, self.header_sets
-        return [
-            TopicRecord(topic, partition, offset, timestamp, key, header_sets[header], value)
-            for offset, timestamp, key, header, value in zip(
-                self.offsets, self.timestamps, self.keys, self.header_index, self.values, strict=True
-            )
-        ]
-
-
-def stage_batch(
-    zone_root: str, topic: str, fsync: bool, value_format: ValueFormat, batch: PartitionBatch
-) -> StagedChunk:
-    """``stage_records`` for a ``PartitionBatch`` (what the landing run hands to staging threads)."""
-    return stage_records(zone_root, topic, fsync, value_format, batch.records())
-
-
-# --------------------------------------------------------------------------------------------------
-# the run
+# The plugin stamps a record before its producer appends it: after `until`, wait this long for
+# records stamped just before it, then end quiet partitions at their end offsets.
+UNTIL_SETTLE_S: Final = 5.0
+# Consumer tuning for backlogs (a connection may set its own values).
+LANDING_TUNING: Final = {"fetch.max.bytes": 64 * 1024 * 1024, "queued.max.messages.kbytes": 262144}
 
 
 @dataclass
 class PartitionProgress:
-    end_offset: int | None = None  # exclusive; None when following
+    end_offset: int | None = None  # exclusive; None while still open (following, or waiting for `until`)
 
 
 @dataclass
@@ -212,6 +80,8 @@ class LandingResult:
     stop_reason: str = ""
     partitions: dict[int, tuple[int, int]] = field(default_factory=dict)
     skipped_by_retention: dict[int, int] = field(default_factory=dict)
+    topic_id: str = ""
+    archived_generation: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -225,6 +95,8 @@ class LandingResult:
             "stop_reason": self.stop_reason,
             "partitions": {str(p): list(r) for p, r in sorted(self.partitions.items())},
             "skipped_by_retention": {str(p): n for p, n in sorted(self.skipped_by_retention.items())},
+            "topic_id": self.topic_id,
+            "archived_generation": self.archived_generation,
         }
 
 
@@ -240,30 +112,37 @@ class _InlineExecutor(Executor):
         return future
 
 
-def consumer_config_for_landing(base_config: dict[str, Any]) -> dict[str, Any]:
-    """Explicit assignment, no commits: progress lives in the landing zone, not in a consumer group."""
-    config = dict(base_config)
-    config.setdefault("group.id", "kip714-landing")
-    config.update(
-        {
-            "enable.auto.commit": False,
-            "enable.auto.offset.store": False,
-            "enable.partition.eof": False,
-        }
-    )
-    config.setdefault("auto.offset.reset", "earliest")
-    config.setdefault("fetch.max.bytes", 64 * 1024 * 1024)
-    config.setdefault("queued.max.messages.kbytes", 262144)
-    return config
+def _check_options(lander: TopicLander) -> None:
+    """One line naming the field for every option a run cannot work with."""
+    if lander.value_format not in VALUE_FORMATS:
+        raise LandingError(f"value_format: must be one of {VALUE_FORMATS} (got {lander.value_format!r})")
+    for name in ("max_records", "chunk_records", "workers"):
+        value = getattr(lander, name)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+            raise LandingError(f"{name}: must be a positive integer (got {value!r})")
+    reader.check_duration("timeout_s", lander.timeout_s)
+    for name in ("chunk_interval_s", "progress_interval_s", "metadata_timeout_s"):
+        reader.check_duration(name, getattr(lander, name), allow_none=False)
+    for name in ("since", "until"):
+        moment = getattr(lander, name)
+        if moment is not None and (not isinstance(moment, datetime) or moment.tzinfo is None):
+            raise LandingError(f"{name}: must be a timezone-aware datetime (got {moment!r})")
+    if lander.until is not None and lander.follow:
+        raise LandingError("until: cannot be combined with follow (until already says when to stop)")
+    if lander.follow and lander.max_records is None and lander.timeout_s is None:
+        raise LandingError("follow: needs max_records or timeout_s, or the run never ends")
 
 
 class TopicLander:
     """One landing run over a topic; see ``land_topic`` for the knobs.
 
     ``since`` (timezone-aware) starts each partition the zone has no history for at its first record
-    at or after that time instead of the earliest retained offset: a troubleshooting window on a topic
-    with days of retention lands minutes, not days. Partitions with landed chunks always resume after
-    their last landed offset.
+    at or after that time instead of the earliest retained offset. ``until`` ends each partition just
+    before its first record at or after that time (found with offsets_for_times; while that time is
+    in the future the run follows, and ``UNTIL_SETTLE_S`` after it, a partition without such a record
+    ends at its end offset then): a late run still lands the whole window. Partitions with landed chunks
+    always resume after their last landed offset. ``accept_new_topic_id`` lets a run land a topic that
+    was deleted and recreated (see ``topic_generation``).
     """
 
     def __init__(
@@ -281,35 +160,32 @@ class TopicLander:
         workers: int | None = None,
         fsync: bool = True,
         progress_interval_s: float = 10.0,
-        metadata_timeout_s: float = 15.0,
+        metadata_timeout_s: float = reader.DEFAULT_METADATA_TIMEOUT_S,
         since: datetime | None = None,
+        until: datetime | None = None,
+        accept_new_topic_id: bool = False,
     ) -> None:
-        if value_format not in VALUE_FORMATS:
-            raise LandingError(f"value_format: must be one of {VALUE_FORMATS} (got {value_format!r})")
-        if max_records is not None and max_records < 1:
-            raise LandingError(f"max_records: must be a positive integer (got {max_records!r})")
-        if timeout_s is not None and timeout_s <= 0:
-            raise LandingError(f"timeout_s: must be positive (got {timeout_s!r})")
-        if chunk_records < 1:
-            raise LandingError(f"chunk_records: must be a positive integer (got {chunk_records!r})")
-        if follow and max_records is None and timeout_s is None:
-            raise LandingError("follow: needs max_records or timeout_s, or the run never ends")
-        if since is not None and since.tzinfo is None:
-            raise LandingError(f"since: must be timezone-aware (got {since.isoformat()})")
-        self.since = since
-        self.consumer_config = consumer_config_for_landing(consumer_config)
+        self.base_config = dict(consumer_config)
         self.topic = topic
-        self.zone = LandingZone(out_dir, topic, fsync=fsync)
         self.max_records = max_records
         self.timeout_s = timeout_s
         self.follow = follow
         self.value_format = value_format
         self.chunk_records = chunk_records
         self.chunk_interval_s = chunk_interval_s
-        self.workers = min(2, os.cpu_count() or 1) if workers is None else workers
-        self.fsync = fsync
+        self.workers = workers
         self.progress_interval_s = progress_interval_s
         self.metadata_timeout_s = metadata_timeout_s
+        self.since = since
+        self.until = until
+        self.accept_new_topic_id = accept_new_topic_id
+        _check_options(self)
+        self.workers = min(2, os.cpu_count() or 1) if workers is None else workers
+        self.fsync = fsync
+        self.zone = LandingZone(out_dir, topic, fsync=fsync)
+        self.policy = reader.ErrorPolicy(topic, outage_limit_s=metadata_timeout_s)
+        self.consumer_config = reader.reader_config(self.base_config, self.policy, **LANDING_TUNING)
+        self._pending_partitions: set[int] = set()
 
     def run(self) -> LandingResult:
         with self.zone.lock():
@@ -321,26 +197,27 @@ class TopicLander:
             finally:
                 consumer.close()
 
-    # ---- internals -----------------------------------------------------------------------------
+    # ---- planning ------------------------------------------------------------------------------
 
     def _plan(
         self, consumer: Consumer, next_offsets: dict[int, int], result: LandingResult
     ) -> dict[int, PartitionProgress]:
-        metadata = consumer.list_topics(self.topic, timeout=self.metadata_timeout_s)
-        topic_metadata = metadata.topics.get(self.topic)
-        if topic_metadata is None or topic_metadata.error is not None:
-            reason = "not found" if topic_metadata is None else str(topic_metadata.error)
-            raise LandingError(f"topic: {self.topic!r} cannot be read ({reason})")
+        timeout = self.metadata_timeout_s
+        servers = str(self.base_config.get("bootstrap.servers"))
+        result.topic_id = reader.describe_topic_id(self.base_config, self.topic, timeout)
+        partitions = reader.partitions_of(consumer, self.topic, timeout, servers)
+        marks = reader.watermarks(consumer, self.topic, partitions, timeout)
+        next_offsets, result.archived_generation = reconcile(
+            self.zone, result.topic_id, next_offsets, marks, accept_new_topic_id=self.accept_new_topic_id
+        )
+        fresh = [p for p in partitions if p not in next_offsets]
+        since = reader.offsets_at(consumer, self.topic, fresh, self.since, timeout) if self.since else {}
+        until = reader.offsets_at(consumer, self.topic, partitions, self.until, timeout) if self.until else {}
         plan: dict[int, PartitionProgress] = {}
-        assignment: list[TopicPartition] = []
-        backlog = 0
-        partitions = sorted(topic_metadata.partitions)
-        since_offsets = self._offsets_since(consumer, [p for p in partitions if p not in next_offsets])
+        starts: dict[int, int] = {}
         for partition in partitions:
-            low, high = consumer.get_watermark_offsets(
-                TopicPartition(self.topic, partition), timeout=self.metadata_timeout_s, cached=False
-            )
-            first = since_offsets.get(partition, low)
+            low, high = marks[partition]
+            first = since.get(partition, low)
             start = next_offsets.get(partition, high if first < 0 else max(first, low))
             if start < low:
                 result.skipped_by_retention[partition] = low - start
@@ -351,40 +228,46 @@ class TopicLander:
                     low - 1,
                 )
                 start = low
-            end = None if self.follow else high
+            if self.until is not None:
+                end = until[partition] if until[partition] >= 0 else None
+            else:
+                end = None if self.follow else high
             plan[partition] = PartitionProgress(end_offset=end)
             if end is None or start < end:
-                assignment.append(TopicPartition(self.topic, partition, start))
-                backlog += 0 if end is None else end - start
-        if assignment:
-            consumer.assign(assignment)
+                starts[partition] = start
+        reader.assign(consumer, self.topic, starts)
+        self._pending_partitions = set(starts)
         log.info(
-            "landing %s -> %s: %d partitions, %d assigned, %s",
+            "landing %s (topic id %s) -> %s: %d partitions, %d assigned, %s",
             self.topic,
+            result.topic_id,
             self.zone.root,
             len(plan),
-            len(assignment),
-            "following" if self.follow else f"{backlog} records up to the end offsets read now",
+            len(starts),
+            self._plan_summary(plan, starts),
         )
-        self._backlog = backlog
-        self._pending_partitions = {tp.partition for tp in assignment}
         return plan
 
-    def _offsets_since(self, consumer: Consumer, partitions: list[int]) -> dict[int, int]:
-        """First offset at or after ``since`` of each partition the zone has no history for (-1: none
-        yet). Partitions with landed chunks resume where they stopped: that is the exactly-once rule."""
-        if self.since is None or not partitions:
-            return {}
-        since_ms = int(self.since.timestamp() * 1000)
-        found = consumer.offsets_for_times(
-            [TopicPartition(self.topic, partition, since_ms) for partition in partitions],
-            timeout=self.metadata_timeout_s,
-        )
-        for position in found:
-            if position.error is not None:
-                raise LandingError(f"since: offsets of partition {position.partition}: {position.error}")
-        log.info("starting new partitions at the first record at or after %s", self.since.isoformat())
-        return {position.partition: position.offset for position in found}
+    def _plan_summary(self, plan: dict[int, PartitionProgress], starts: dict[int, int]) -> str:
+        if self.until is not None:
+            return f"up to the first records at or after {self.until.isoformat()}"
+        if self.follow:
+            return "following"
+        backlog = sum(plan[p].end_offset - start for p, start in starts.items())  # type: ignore[operator]
+        return f"{backlog} records up to the end offsets read now"
+
+    def _close_open_partitions(self, consumer: Consumer, plan: dict[int, PartitionProgress]) -> None:
+        """``until`` has passed: a partition still without a record at or after it ends where it is now
+        (records are stamped when the broker accepts them, so none older can still arrive)."""
+        assert self.until is not None
+        open_partitions = [p for p, progress in plan.items() if progress.end_offset is None]
+        found = reader.offsets_at(consumer, self.topic, open_partitions, self.until, self.metadata_timeout_s)
+        marks = reader.watermarks(consumer, self.topic, open_partitions, self.metadata_timeout_s)
+        for partition in open_partitions:
+            plan[partition].end_offset = found[partition] if found[partition] >= 0 else marks[partition][1]
+        self._drop_partitions_at_end(consumer, plan)
+
+    # ---- the run -------------------------------------------------------------------------------
 
     def _make_executor(self) -> Executor:
         """Staging threads: decoding (native, GIL released) and Parquet writing (pyarrow, GIL released)
@@ -393,32 +276,38 @@ class TopicLander:
             return _InlineExecutor()
         return ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="kip714-stage")
 
+    def _stop_reason(self, taken: int, deadline: float | None) -> str:
+        if not self._pending_partitions and not (self.follow and self.until is None):
+            if self.until is not None:
+                return f"reached the first records at or after until={self.until.isoformat()}"
+            return "reached the end offsets read at the start"
+        if self.max_records is not None and taken >= self.max_records:
+            return f"max_records={self.max_records} reached"
+        if deadline is not None and time.monotonic() >= deadline:
+            return f"timeout_s={self.timeout_s} reached"
+        return ""
+
     def _run(self, consumer: Consumer, next_offsets: dict[int, int]) -> LandingResult:
         started = time.monotonic()
         result = LandingResult(topic=self.topic, out_dir=str(self.zone.root))
         plan = self._plan(consumer, next_offsets, result)
         deadline = None if self.timeout_s is None else started + self.timeout_s
+        until_s = None if self.until is None else self.until.timestamp() + UNTIL_SETTLE_S
         buffers: dict[int, PartitionBatch] = {}
-        buffered = 0
-        taken = 0
+        buffered = taken = 0
         in_flight: collections.deque[Future[StagedChunk]] = collections.deque()
         max_in_flight = max(2, 2 * self.workers)
-        last_flush = time.monotonic()
-        last_progress = started
+        last_flush = last_progress = started
         stop_reason = ""
         executor = self._make_executor()
         try:
-            while True:
-                if not self.follow and not self._pending_partitions:
-                    stop_reason = "reached the end offsets read at the start"
-                elif self.max_records is not None and taken >= self.max_records:
-                    stop_reason = f"max_records={self.max_records} reached"
-                elif deadline is not None and time.monotonic() >= deadline:
-                    stop_reason = f"timeout_s={self.timeout_s} reached"
-                if stop_reason:
-                    break
+            while not (stop_reason := self._stop_reason(taken, deadline)):
                 messages = consumer.consume(num_messages=CONSUME_BATCH, timeout=0.2)
-                if not messages and not self.follow:
+                self.policy.raise_pending()
+                if until_s is not None and time.time() >= until_s:
+                    self._close_open_partitions(consumer, plan)
+                    until_s = None
+                if not messages:
                     self._drop_partitions_at_end(consumer, plan)
                 limit = None if self.max_records is None else self.max_records - taken
                 accepted, full_batches = self._accept(messages, plan, buffers, limit)
@@ -432,14 +321,14 @@ class TopicLander:
                     self._flush(buffers, executor, in_flight)
                     buffered = 0
                     last_flush = now
-                self._commit_ready(in_flight, result, plan, block=len(in_flight) > max_in_flight)
+                self._commit_ready(in_flight, result, block=len(in_flight) > max_in_flight)
                 if now - last_progress >= self.progress_interval_s:
                     self._log_progress(result, started, buffered)
                     last_progress = now
             if buffered:
                 self._flush(buffers, executor, in_flight)
             while in_flight:
-                self._commit_ready(in_flight, result, plan, block=True)
+                self._commit_ready(in_flight, result, block=True)
         except BaseException:
             # Never commit after a failure: staged temp files are removed by the next run's recover().
             for future in in_flight:
@@ -480,10 +369,11 @@ class TopicLander:
         full: list[PartitionBatch] = []
         chunk_records = self.chunk_records
         pending = self._pending_partitions
+        until_ms = None if self.until is None else int(self.until.timestamp() * 1000)
         for message in messages:
             error = message.error()
             if error is not None:
-                self._check_consumer_error(error)
+                self.policy.check(error)
                 continue
             partition = message.partition()
             offset = message.offset()
@@ -492,10 +382,14 @@ class TopicLander:
                 pending.discard(partition)
                 if offset >= end_offset:
                     continue
+            timestamp_ms = message.timestamp()[1]
+            if until_ms is not None and end_offset is None and timestamp_ms >= until_ms:
+                plan[partition].end_offset = offset  # the first record at or after `until`
+                pending.discard(partition)
+                continue
             batch = buffers.get(partition)
             if batch is None:
                 batch = buffers[partition] = PartitionBatch(self.topic, partition)
-            timestamp_ms = message.timestamp()[1]
             batch.append(
                 offset,
                 timestamp_ms if timestamp_ms > 0 else 0,
@@ -508,17 +402,9 @@ class TopicLander:
                 full.append(buffers.pop(partition))
             if limit is not None and accepted >= limit:
                 break
+        if accepted:
+            self.policy.progress()
         return accepted, full
-
-    @staticmethod
-    def _check_consumer_error(error: KafkaError) -> None:
-        """Log what the consumer recovers from by itself; raise on a fatal error."""
-        if error.code() == KafkaError._PARTITION_EOF:
-            return
-        if error.retriable() or not error.fatal():
-            log.warning("consumer: %s", error)
-            return
-        raise LandingError(f"consumer: {error}")
 
     def _submit(
         self, batch: PartitionBatch, executor: Executor, in_flight: collections.deque[Future[StagedChunk]]
@@ -541,12 +427,7 @@ class TopicLander:
         buffers.clear()
 
     def _commit_ready(
-        self,
-        in_flight: collections.deque[Future[StagedChunk]],
-        result: LandingResult,
-        plan: dict[int, PartitionProgress],
-        *,
-        block: bool,
+        self, in_flight: collections.deque[Future[StagedChunk]], result: LandingResult, *, block: bool
     ) -> None:
         while in_flight and (block or in_flight[0].done()):
             staged = in_flight.popleft().result()

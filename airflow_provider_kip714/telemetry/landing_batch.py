@@ -1,0 +1,166 @@
+"""What one landing chunk is made of: a partition's records in compact columns, and their tables.
+
+``PartitionBatch`` is what the consuming thread fills (per-message work kept minimal); ``stage_batch``
+runs on a staging thread: decode, build the raw and quarantine tables, write temp files.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import pyarrow as pa
+
+from airflow_provider_kip714.contract.landing_schema import QUARANTINE_SCHEMA, RAW_SCHEMA, STRING_MAP
+from airflow_provider_kip714.decoding.decoder import TopicRecord, ValueFormat, decode_batch
+from airflow_provider_kip714.telemetry.landing_zone import ChunkId, LandingZone, StagedChunk
+
+
+def _headers_map(records: Sequence[TopicRecord]) -> pa.Array:
+    """Headers as a map column; each distinct header set (usually one per client) is decoded once."""
+    distinct: dict[int, int] = {}
+    sets: list[Any] = []
+    index: list[int] = []
+    for record in records:
+        headers = record.headers
+        slot = distinct.get(id(headers))
+        if slot is None:
+            slot = distinct[id(headers)] = len(sets)
+            sets.append(headers)
+        index.append(slot)
+    offsets = [0]
+    keys: list[str] = []
+    values: list[str | None] = []
+    for headers in sets:
+        for name, raw in headers or ():
+            keys.append(name)
+            values.append(None if raw is None else raw.decode("utf-8", errors="replace"))
+        offsets.append(len(keys))
+    per_set = pa.MapArray.from_arrays(
+        pa.array(offsets, type=pa.int32()),
+        pa.array(keys, type=pa.string()),
+        pa.array(values, type=pa.string()),
+        type=STRING_MAP,
+    )
+    return per_set.take(pa.array(index, type=pa.int32()))
+
+
+def raw_table(records: Sequence[TopicRecord]) -> pa.Table:
+    """One row per record, bytes as received (the source of truth and the resume point)."""
+    return pa.Table.from_arrays(
+        [
+            pa.array([r.topic for r in records], type=pa.string()),
+            pa.array([r.partition for r in records], type=pa.int32()),
+            pa.array([r.offset for r in records], type=pa.int64()),
+            pa.array([r.timestamp_ms for r in records], type=pa.int64()).cast(
+                RAW_SCHEMA.field("timestamp").type
+            ),
+            pa.array([r.key for r in records], type=pa.binary()),
+            _headers_map(records),
+            pa.array([r.value for r in records], type=pa.binary()),
+        ],
+        schema=RAW_SCHEMA,
+    )
+
+
+def quarantine_table(records: Sequence[TopicRecord], failures: Sequence[tuple[int, str]]) -> pa.Table:
+    bad = [records[index] for index, _ in failures]
+    raw = raw_table(bad)
+    now_ms = int(time.time() * 1000)
+    return pa.Table.from_arrays(
+        [
+            *raw.columns,
+            pa.array([reason for _, reason in failures], type=pa.string()),
+            pa.array([now_ms] * len(bad), type=pa.int64()).cast(
+                QUARANTINE_SCHEMA.field("quarantined_at").type
+            ),
+        ],
+        schema=QUARANTINE_SCHEMA,
+    )
+
+
+def stage_records(
+    zone_root: str, topic: str, fsync: bool, value_format: ValueFormat, records: Sequence[TopicRecord]
+) -> StagedChunk:
+    """Decode one partition's consecutive records and write them as a staged chunk (thread-safe)."""
+    zone = LandingZone(zone_root, topic, fsync=fsync)
+    chunk = ChunkId(records[0].partition, records[0].offset, records[-1].offset)
+    decoded = decode_batch(records, value_format)
+    return zone.stage(
+        chunk,
+        raw_table(records),
+        decoded.datapoints,
+        quarantine_table(records, decoded.failures),
+        points=decoded.datapoints.num_rows,
+        last_timestamp_ms=records[-1].timestamp_ms,
+    )
+
+
+class PartitionBatch:
+    """One partition's consecutive records in compact columns, as the consumer hands them on.
+
+    Each distinct header set (one per client connection, usually) is kept once: decoding parses its
+    labels once and the raw table writes its map once, instead of once per record.
+    """
+
+    __slots__ = (
+        "_interned",
+        "header_index",
+        "header_sets",
+        "keys",
+        "offsets",
+        "partition",
+        "timestamps",
+        "topic",
+        "values",
+    )
+
+    def __init__(self, topic: str, partition: int) -> None:
+        self.topic = topic
+        self.partition = partition
+        self.offsets: list[int] = []
+        self.timestamps: list[int] = []
+        self.keys: list[bytes | None] = []
+        self.values: list[bytes | None] = []
+        self.header_sets: list[tuple[tuple[str, bytes | None], ...] | None] = []
+        self.header_index: list[int] = []
+        self._interned: dict[Any, int] = {}
+
+    def __len__(self) -> int:
+        return len(self.offsets)
+
+    def append(
+        self,
+        offset: int,
+        timestamp_ms: int,
+        key: bytes | None,
+        headers: list[tuple[str, bytes | None]] | None,
+        value: bytes | None,
+    ) -> None:
+        header_key = tuple(headers) if headers else None
+        index = self._interned.get(header_key)
+        if index is None:
+            index = self._interned[header_key] = len(self.header_sets)
+            self.header_sets.append(header_key)
+        self.header_index.append(index)
+        self.offsets.append(offset)
+        self.timestamps.append(timestamp_ms)
+        self.keys.append(key)
+        self.values.append(value)
+
+    def records(self) -> list[TopicRecord]:
+        topic, partition, header_sets = self.topic, self.partition, self.header_sets
+        return [
+            TopicRecord(topic, partition, offset, timestamp, key, header_sets[header], value)
+            for offset, timestamp, key, header, value in zip(
+                self.offsets, self.timestamps, self.keys, self.header_index, self.values, strict=True
+            )
+        ]
+
+
+def stage_batch(
+    zone_root: str, topic: str, fsync: bool, value_format: ValueFormat, batch: PartitionBatch
+) -> StagedChunk:
+    """``stage_records`` for a ``PartitionBatch`` (what the landing run hands to staging threads)."""
+    return stage_records(zone_root, topic, fsync, value_format, batch.records())
