@@ -15,8 +15,10 @@ final class PluginStats {
     static final String DROP_SEND_FAILED = "send_failed";
     static final String DROP_DELIVERY_FAILED = "delivery_failed";
     static final String DROP_PLUGIN_ERROR = "plugin_error";
-    static final List<String> DROP_REASONS =
-        List.of(DROP_BUFFER_FULL, DROP_NOT_RUNNING, DROP_SEND_FAILED, DROP_DELIVERY_FAILED, DROP_PLUGIN_ERROR);
+    /** Larger than the producer's max.request.size (or the topic's max.message.bytes). */
+    static final String DROP_OVERSIZED = "oversized";
+    static final List<String> DROP_REASONS = List.of(DROP_BUFFER_FULL, DROP_NOT_RUNNING, DROP_SEND_FAILED,
+        DROP_DELIVERY_FAILED, DROP_PLUGIN_ERROR, DROP_OVERSIZED);
 
     private final Map<String, AtomicLong> dropped = new LinkedHashMap<>();
     private final AtomicLong exported = new AtomicLong();

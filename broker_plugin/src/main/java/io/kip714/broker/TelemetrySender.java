@@ -2,6 +2,7 @@ package io.kip714.broker;
 
 import org.apache.kafka.clients.producer.Producer;
 import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.errors.RecordTooLargeException;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -9,6 +10,7 @@ import java.time.Duration;
 import java.util.Map;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Function;
 import java.util.function.LongSupplier;
 
@@ -24,6 +26,7 @@ final class TelemetrySender {
     static final long BACKOFF_INITIAL_MS = 1_000L;
     static final long BACKOFF_MAX_MS = 60_000L;
     static final long ERROR_LOG_INTERVAL_MS = 10_000L;
+    static final long OVERSIZED_LOG_INTERVAL_MS = 60_000L;
 
     private final PluginConfig config;
     private final BoundedRecordBuffer buffer;
@@ -31,6 +34,9 @@ final class TelemetrySender {
     private final Function<Map<String, Object>, Producer<byte[], byte[]>> producerFactory;
     private final Sleeper sleeper;
     private final LogRateLimiter buildErrorLog;
+    private final LogRateLimiter oversizedLog;
+    private final AtomicLong oversizedWarnings = new AtomicLong();
+    private final Object maxRequestSize;
     private final CountDownLatch stopping = new CountDownLatch(1);
     private volatile boolean running;
     private Thread thread;
@@ -48,6 +54,8 @@ final class TelemetrySender {
         this.producerFactory = producerFactory;
         this.sleeper = sleeper != null ? sleeper : this::waitUnlessStopping;
         this.buildErrorLog = new LogRateLimiter(ERROR_LOG_INTERVAL_MS, clockMs);
+        this.oversizedLog = new LogRateLimiter(OVERSIZED_LOG_INTERVAL_MS, clockMs);
+        this.maxRequestSize = ProducerSettings.producer(config).getOrDefault("max.request.size", 1_048_576);
     }
 
     synchronized void start() {
@@ -185,15 +193,41 @@ final class TelemetrySender {
                 if (exception == null) {
                     stats.countExported();
                 } else {
-                    stats.countDrop(PluginStats.DROP_DELIVERY_FAILED);
-                    log.debug("kip714 telemetry record not delivered", exception);
+                    countFailure(record, exception, PluginStats.DROP_DELIVERY_FAILED);
                 }
             });
         } catch (Throwable e) {
             stats.sendFinished();
-            stats.countDrop(PluginStats.DROP_SEND_FAILED);
-            log.debug("kip714 telemetry record not sent", e);
+            countFailure(record, e, PluginStats.DROP_SEND_FAILED);
         }
+    }
+
+    private void countFailure(PendingRecord record, Throwable error, String reason) {
+        if (error instanceof RecordTooLargeException) {
+            stats.countDrop(PluginStats.DROP_OVERSIZED);
+            warnOversized(record, error);
+            return;
+        }
+        stats.countDrop(reason);
+        log.debug("kip714 telemetry record not written ({})", reason, error);
+    }
+
+    /** At most one WARN per minute, naming the record and how many were not logged since the last. */
+    private void warnOversized(PendingRecord record, Throwable error) {
+        long suppressed = oversizedLog.acquire();
+        if (suppressed == LogRateLimiter.SUPPRESSED) {
+            return;
+        }
+        oversizedWarnings.incrementAndGet();
+        log.warn("kip714 telemetry plugin dropped an oversized record: key (client instance id) {}, about {} bytes, "
+            + "over the producer's max.request.size ({}, kip714.producer.max.request.size) or the topic's "
+            + "max.message.bytes; {} more oversized records dropped without a log line since the last one: {}",
+            record.keyText(), record.sizeInBytes(), maxRequestSize, suppressed, error.getMessage());
+    }
+
+    /** WARN lines logged for oversized records (the rest were rate-limited). */
+    long oversizedWarnings() {
+        return oversizedWarnings.get();
     }
 
     private void drainAsDropped() {

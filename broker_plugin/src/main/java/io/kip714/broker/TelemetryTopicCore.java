@@ -162,6 +162,10 @@ final class TelemetryTopicCore {
         return buffer.records() + stats.inFlight();
     }
 
+    long oversizedWarnings() {
+        return sender.oversizedWarnings();
+    }
+
     Map<String, Object> producerConfigs() {
         return ProducerSettings.producer(config);
     }
