@@ -1,0 +1,197 @@
+"""Checks before a window opens: will the matched libraries push anything, and will it fit?
+
+Two failures are silent on the wire. A subscription whose prefixes match no metric a library has gets
+nothing from that library (and asking librdkafka for a metric it lacks has crashed clients, librdkafka
+#4833). A push larger than the broker's ``telemetry.max.bytes`` *after decompression* is refused with
+INVALID_RECORD (Kafka >= 4.3.1), and the Java client then switches telemetry off until it restarts.
+
+Both checks read the ``capabilities`` table (what each library and version pushed before, written by
+``spark_apps/capabilities.py``). Without that table there is nothing to judge by and no warning is given.
+Only the ``client_software_name``/``client_software_version`` selectors narrow the libraries; other
+selectors (client id, address) cannot be judged from capabilities, so every known library counts.
+
+The payload estimate is the OTLP protobuf size of one push holding the matched metrics: per metric its
+name and framing, per data point a fixed size (times, value, one short label). Calibrated against real
+pushes (tests/integration/test_capabilities_real_clients.py); a guide, not a promise.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from airflow_provider_kip714.analytics.tables import read_table
+from airflow_provider_kip714.storage.data_root import RunArea
+
+log = logging.getLogger(__name__)
+
+DEFAULT_TELEMETRY_MAX_BYTES = 1024 * 1024
+"""Kafka's default ``telemetry.max.bytes`` (1 MiB)."""
+RESOURCE_BYTES = 120
+"""Resource and scope framing of one push (the Java client sends a few resource attributes)."""
+METRIC_FRAMING_BYTES = 10
+POINT_BYTES = 48
+"""One data point: start and end time (fixed64), value (double), one short label, framing."""
+NEAR_LIMIT = 0.8
+"""Warn from this share of ``telemetry.max.bytes`` up: pushes grow with partitions and nodes."""
+ALL_METRICS = "*"
+
+
+@dataclass(frozen=True)
+class Capability:
+    """One metric a library version pushed (a ``capabilities`` row, latest per library and metric)."""
+
+    software_name: str
+    software_version: str
+    metric_name: str
+    points_per_push: float = 1.0
+    instances: int = 0
+
+
+@dataclass(frozen=True)
+class GuardrailWarning:
+    """One finding, worded for the person opening the window; ``kind`` is stable for programs."""
+
+    kind: str  # no_matching_metric | payload_too_large | payload_near_limit
+    library: str
+    message: str
+
+
+def load_capabilities(zone: RunArea) -> list[Capability]:
+    """The zone's ``capabilities`` rows, the latest per library version and metric (empty: none)."""
+    frame = read_table(zone, "capabilities")
+    if frame.empty:
+        return []
+    latest = frame.sort_values("last_seen").drop_duplicates(
+        ["client_software_name", "client_software_version", "metric_name"], keep="last"
+    )
+    return [
+        Capability(
+            str(row.client_software_name),
+            str(row.client_software_version),
+            str(row.metric_name),
+            float(row.points_per_push or 1.0),
+            int(row.instances or 0),
+        )
+        for row in latest.itertuples()
+    ]
+
+
+def prefix_matches(metric_name: str, prefixes: Sequence[str]) -> bool:
+    """Kafka's rule: a metric is sent when its name starts with a prefix; ``*`` or ``""`` is every metric."""
+    return any(prefix in (ALL_METRICS, "") or metric_name.startswith(prefix) for prefix in prefixes)
+
+
+def _selected(library: tuple[str, str], selectors: Mapping[str, str]) -> bool:
+    """Whether a library passes the software selectors (whole-value regex, as the broker applies them)."""
+    for selector, value in zip(("client_software_name", "client_software_version"), library, strict=True):
+        pattern = selectors.get(selector)
+        if not pattern:
+            continue
+        try:
+            if re.fullmatch(pattern, value) is None:
+                return False
+        except re.error:  # a Java-only regex: cannot judge here, so keep the library
+            continue
+    return True
+
+
+def estimate_push_bytes(metrics: Iterable[Capability]) -> int:
+    """Estimated decompressed OTLP size of one push carrying ``metrics``."""
+    total = RESOURCE_BYTES
+    for metric in metrics:
+        points = max(1.0, metric.points_per_push)
+        total += len(metric.metric_name) + METRIC_FRAMING_BYTES + round(points * POINT_BYTES)
+    return total
+
+
+def check_window(
+    capabilities: Sequence[Capability],
+    metrics: Sequence[str],
+    selectors: Mapping[str, str],
+    telemetry_max_bytes: int | None = None,
+) -> list[GuardrailWarning]:
+    """Warnings for a window asking ``metrics`` prefixes from the clients ``selectors`` match."""
+    if not metrics:  # a blocking subscription asks for nothing on purpose
+        return []
+    limit = telemetry_max_bytes or DEFAULT_TELEMETRY_MAX_BYTES
+    by_library: dict[tuple[str, str], list[Capability]] = {}
+    for capability in capabilities:
+        by_library.setdefault((capability.software_name, capability.software_version), []).append(capability)
+    warnings: list[GuardrailWarning] = []
+    for library, pushed in sorted(by_library.items()):
+        if not _selected(library, selectors):
+            continue
+        label = f"{library[0]} {library[1]}"
+        wanted = [metric for metric in pushed if prefix_matches(metric.metric_name, metrics)]
+        if not wanted:
+            examples = ", ".join(sorted(m.metric_name for m in pushed)[:3])
+            warnings.append(
+                GuardrailWarning(
+                    "no_matching_metric",
+                    label,
+                    f"{label} pushes none of {','.join(metrics)} ({len(pushed)} metrics known, e.g. "
+                    f"{examples}): the window gets nothing from it",
+                )
+            )
+            continue
+        size = estimate_push_bytes(wanted)
+        if size > limit:
+            kind, outcome = "payload_too_large", "the broker refuses it and Java clients stop pushing"
+        elif size > NEAR_LIMIT * limit:
+            kind, outcome = "payload_near_limit", "close to the limit; more partitions or nodes push it over"
+        else:
+            continue
+        warnings.append(
+            GuardrailWarning(
+                kind,
+                label,
+                f"{label}: one push of {len(wanted)} metrics is about {size} bytes decompressed against "
+                f"telemetry.max.bytes={limit}: {outcome}",
+            )
+        )
+    return warnings
+
+
+def check_window_in_zone(
+    zone: RunArea,
+    metrics: Sequence[str],
+    selectors: Mapping[str, str],
+    telemetry_max_bytes: int | None = None,
+) -> list[GuardrailWarning]:
+    """``check_window`` against a zone's capabilities; logs each warning at WARNING level."""
+    warnings = check_window(load_capabilities(zone), metrics, selectors, telemetry_max_bytes)
+    for warning in warnings:
+        log.warning("guardrail: %s", warning.message)
+    return warnings
+
+
+def broker_telemetry_max_bytes(admin_client: Any) -> int | None:
+    """The smallest ``telemetry.max.bytes`` over the cluster's brokers (kafka-python admin), or None."""
+    from kafka.admin import ConfigResource, ConfigResourceType
+
+    try:
+        cluster = admin_client.describe_cluster()
+        brokers = [str(b.get("broker_id", b.get("node_id"))) for b in cluster["brokers"]]
+        resources = [ConfigResource(ConfigResourceType.BROKER, node) for node in brokers]
+        described = admin_client.describe_configs(resources, config_filter="all")
+    except Exception as err:  # the check is advice: never block a window because it could not run
+        log.info("guardrail: could not read telemetry.max.bytes (%s)", err)
+        return None
+    values = [
+        int(entries["telemetry.max.bytes"]["value"])
+        for entries in _broker_entries(described)
+        if entries.get("telemetry.max.bytes", {}).get("value") not in (None, "")
+    ]
+    return min(values) if values else None
+
+
+def _broker_entries(described: Any) -> list[dict[str, Any]]:
+    """Config entries per broker from kafka-python's ``describe_configs`` answer (dict by resource type)."""
+    if isinstance(described, Mapping):
+        by_name = described.get("broker") or {}
+        return [entries for entries in by_name.values() if isinstance(entries, Mapping)]
+    return []

@@ -1,0 +1,86 @@
+"""Spark app: which metrics each client library and version pushes, from the landed data.
+
+    spark-submit --py-files kip714_common.zip spark_apps/capabilities.py \\
+        --input <landing root> --output <analytics root> \\
+        --start 2026-01-31T13:00:00Z --end 2026-01-31T14:00:00Z
+
+Writes ``<output>/capabilities/`` (``CAPABILITIES_SCHEMA``): per ``client_software_name``, version and
+metric name *as the client sends it* (the names a subscription's prefixes are matched against), how many
+instances pushed it, its data points per push (labelled series such as per-node latencies push several)
+and when it was first and last seen in the interval. A reader keeps the latest row per library and metric
+across partitions. Before a window opens, the provider's guardrail reads this table to warn when the
+requested prefixes match nothing the matched libraries push, and to estimate the payload against the
+broker's ``telemetry.max.bytes``; the report tells "not pushed by this library" apart from "zero".
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+
+from kip714_common.cli import base_parser, parse_common, run_main
+from kip714_common.landing import read_datapoints
+from kip714_common.outputs import RunSummary, summarise_written, write_table
+from kip714_common.rollup import date_hour_columns
+from kip714_common.schemas import CAPABILITIES_SCHEMA
+from kip714_common.session import configure, get_session
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+APP_NAME = "kip714-capabilities"
+LIBRARY = ("client_software_name", "client_software_version")
+
+
+def capabilities_frame(points: DataFrame) -> DataFrame:
+    """``CAPABILITIES_SCHEMA`` rows from normalised client points (one row per library x metric)."""
+    client = points.where(
+        (F.col("record_type") == "client")
+        & F.col("client_software_name").isNotNull()
+        & F.col("source_metric_name").isNotNull()
+    )
+    per_push = client.groupBy(
+        *LIBRARY,
+        F.col("source_metric_name").alias("metric_name"),
+        "client_instance_id",
+        "partition",
+        "offset",
+    ).agg(
+        F.count(F.lit(1)).alias("_points"),
+        F.first("metric_type", ignorenulls=True).alias("metric_type"),
+        F.min("ts").alias("_time"),
+    )
+    found = per_push.groupBy(*LIBRARY, "metric_name").agg(
+        F.first("metric_type", ignorenulls=True).alias("metric_type"),
+        F.count_distinct("client_instance_id").alias("instances"),
+        F.avg("_points").alias("points_per_push"),
+        F.min("_time").alias("first_seen"),
+        F.max("_time").alias("last_seen"),
+    )
+    date, hour = date_hour_columns(F.col("last_seen"))
+    columns = {"date": date, "hour": hour}
+    return found.select(
+        *[
+            (columns[f.name] if f.name in columns else F.col(f.name)).cast(f.dataType).alias(f.name)
+            for f in CAPABILITIES_SCHEMA.fields
+        ]
+    )
+
+
+def run(argv: Sequence[str] | None = None, spark: SparkSession | None = None) -> RunSummary:
+    """Parse ``argv``, list each library's metrics in the interval, write them; returns the summary."""
+    _, common = parse_common(
+        base_parser("KIP-714 capabilities: the metrics each client library pushes."), argv
+    )
+    spark = configure(spark) if spark is not None else get_session(APP_NAME)
+    interval = common.interval
+    # no counter lookback: a metric pushed only before --start is not a capability seen in the interval
+    points = read_datapoints(spark, common.input, interval.start, interval.end, common.metric_aliases)
+    write_table(capabilities_frame(points.frame), common.output, "capabilities", interval)
+    summary = RunSummary(APP_NAME, interval)
+    summary.tables["capabilities"] = summarise_written(spark, common.output, "capabilities", interval)
+    summary.print()
+    return summary
+
+
+if __name__ == "__main__":
+    sys.exit(run_main(run, sys.argv[1:]))
