@@ -7,7 +7,9 @@ import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.OptionalInt;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.LongSupplier;
 
 /**
  * Follows the broker's own KIP-714 metric group ({@code client-metrics}) through
@@ -57,11 +59,22 @@ final class BrokerMetricsCollector {
     }
 
     private final Map<MetricName, Series> series = new ConcurrentHashMap<>();
-    private final Map<String, ExportTimeHistogram> exportTimes = new ConcurrentHashMap<>();
-    private final Map<String, Boolean> retiredInstances = new ConcurrentHashMap<>();
+    private final LongSupplier clockMs;
+    private final ExportTimes exportTimes;
 
+    BrokerMetricsCollector() {
+        this(System::currentTimeMillis);
+    }
+
+    /** @param clockMs wall clock in ms (timestamps, and expiry of client instances); injectable for tests */
+    BrokerMetricsCollector(LongSupplier clockMs) {
+        this.clockMs = clockMs;
+        this.exportTimes = new ExportTimes(clockMs, ExportTimes.MAX_INSTANCES);
+    }
+
+    /** The broker's client-metrics series that the contract reports (not the -rate ones). */
     static boolean isFollowed(MetricName name) {
-        return GROUP.equals(name.group());
+        return GROUP.equals(name.group()) && CONTRACT_NAMES.containsKey(name.name());
     }
 
     void metricChange(KafkaMetric metric) {
@@ -69,11 +82,7 @@ final class BrokerMetricsCollector {
         if (!isFollowed(name) || series.size() >= MAX_SERIES) {
             return;
         }
-        series.put(name, new Series(metric, nowNanos()));
-        String instance = name.tags().get(INSTANCE_ID_TAG);
-        if (instance != null) {
-            retiredInstances.remove(instance);
-        }
+        series.put(name, new Series(metric, clockMs.getAsLong() * 1_000_000L));
     }
 
     void metricRemoval(KafkaMetric metric) {
@@ -91,26 +100,36 @@ final class BrokerMetricsCollector {
         followed.removed = true;
         String instance = name.tags().get(INSTANCE_ID_TAG);
         if (instance != null && name.name().equals("plugin-export-count")) {
-            retiredInstances.put(instance, Boolean.TRUE);
+            exportTimes.retire(instance);
         }
     }
 
     /** Records one push's export time (ms) under its client instance id. */
     void recordExportTime(String clientInstanceId, double millis) {
-        ExportTimeHistogram histogram = exportTimes.get(clientInstanceId);
-        if (histogram == null) {
-            if (exportTimes.size() >= MAX_SERIES) {
-                return;
-            }
-            histogram = exportTimes.computeIfAbsent(clientInstanceId, id -> new ExportTimeHistogram(nowNanos()));
-        }
-        histogram.record(millis);
+        recordExportTime(clientInstanceId, millis, OptionalInt.empty(), false);
     }
 
-    /** Pushes timed so far for one client instance (0 when unknown). */
+    /**
+     * Records one push's export time (ms); the push interval (when the plugin API passes it) and
+     * the terminating flag decide when the instance's state is forgotten, as in the broker.
+     */
+    void recordExportTime(String clientInstanceId, double millis, OptionalInt pushIntervalMs, boolean terminating) {
+        exportTimes.record(clientInstanceId, millis, pushIntervalMs, terminating);
+    }
+
+    /** Pushes timed so far for one client instance (0 when unknown or forgotten). */
     long collectExportTimeCount(String clientInstanceId) {
-        ExportTimeHistogram histogram = exportTimes.get(clientInstanceId);
-        return histogram == null ? 0 : histogram.count();
+        return exportTimes.count(clientInstanceId);
+    }
+
+    /** Client instances whose export-time histogram is kept. */
+    int trackedInstances() {
+        return exportTimes.size();
+    }
+
+    /** Client instances forgotten because more than the cap pushed within their expiry. */
+    long evictedInstances() {
+        return exportTimes.evicted();
     }
 
     int followedSeries() {
@@ -134,15 +153,13 @@ final class BrokerMetricsCollector {
      * follow series (the Spark apps) need not know about the split.
      */
     List<byte[]> collect(String nodeId, String clusterId, PluginCounters counters, int instancesPerRecord) {
-        long now = nowNanos();
+        long now = clockMs.getAsLong() * 1_000_000L;
         BrokerRecordEncoder.Points points = new BrokerRecordEncoder.Points();
         addSeriesPoints(points, now);
-        for (Map.Entry<String, ExportTimeHistogram> entry : exportTimes.entrySet()) {
-            points.exportTime().add(entry.getValue().snapshot(Map.of(INSTANCE_ID_TAG, entry.getKey()), now));
-        }
+        points.exportTime().addAll(exportTimes.snapshotAndExpire(now));
         addPluginPoints(points, counters, now);
         List<byte[]> records = BrokerRecordEncoder.encode(nodeId, clusterId, points, instancesPerRecord);
-        forgetRetired();
+        forgetRemovedSeries();
         return records;
     }
 
@@ -184,16 +201,12 @@ final class BrokerMetricsCollector {
         points.add(TopicContract.PLUGIN_BUFFERED, OtlpMetrics.NumberPoint.ofLong(Map.of(), 0, now, counters.buffered()));
     }
 
-    private void forgetRetired() {
+    private void forgetRemovedSeries() {
         Iterator<Map.Entry<MetricName, Series>> iterator = series.entrySet().iterator();
         while (iterator.hasNext()) {
             if (iterator.next().getValue().removed) {
                 iterator.remove();
             }
-        }
-        for (String instance : retiredInstances.keySet()) {
-            exportTimes.remove(instance);
-            retiredInstances.remove(instance);
         }
     }
 

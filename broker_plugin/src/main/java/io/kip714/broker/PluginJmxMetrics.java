@@ -17,7 +17,8 @@ import java.util.function.LongSupplier;
  * reporter is never handed the broker's registry):
  * {@code kafka.server:type=kip714-telemetry-plugin,node_id=N} with {@code dropped-count},
  * {@code exported-count}, {@code buffered-records}, {@code producer-unavailable},
- * {@code producer-build-failure-count}, and {@code dropped-count} per {@code reason}.
+ * {@code producer-build-failure-count}, {@code tracked-client-instances}, and {@code dropped-count} per
+ * {@code reason}.
  */
 final class PluginJmxMetrics implements AutoCloseable {
     static final String GROUP = "kip714-telemetry-plugin";
@@ -25,7 +26,7 @@ final class PluginJmxMetrics implements AutoCloseable {
     private final Metrics metrics;
     private final AtomicBoolean closed = new AtomicBoolean();
 
-    PluginJmxMetrics(String nodeId, PluginStats stats, LongSupplier buffered) {
+    PluginJmxMetrics(String nodeId, PluginStats stats, LongSupplier buffered, LongSupplier trackedInstances) {
         metrics = new Metrics(new MetricConfig(), List.of(new JmxReporter()), Time.SYSTEM,
             new KafkaMetricsContext("kafka.server"));
         Map<String, String> tags = Map.of("node_id", nodeId);
@@ -37,6 +38,8 @@ final class PluginJmxMetrics implements AutoCloseable {
             () -> stats.producerUnavailable() ? 1 : 0);
         add("producer-build-failure-count", "Failed attempts to build the plugin's producer", tags,
             stats::producerBuildFailures);
+        add("tracked-client-instances", "Client instances whose export-time histogram the plugin keeps", tags,
+            trackedInstances);
         for (String reason : PluginStats.DROP_REASONS) {
             add("dropped-count", "Records dropped for this reason", Map.of("node_id", nodeId, "reason", reason),
                 () -> stats.dropped(reason));

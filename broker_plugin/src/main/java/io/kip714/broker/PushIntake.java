@@ -45,7 +45,9 @@ final class PushIntake {
         long startNanos = System.nanoTime();
         long acceptedAtMs = System.currentTimeMillis();
         String instanceId = "";
+        boolean terminating = false;
         try {
+            terminating = payload.isTerminating();
             PushLabels labels = PushLabels.from(context, payload, pushIntervalMs, config.nodeId, clusterId.get());
             instanceId = labels.clientInstanceId();
             byte[] value = copy(payload.data());
@@ -55,7 +57,8 @@ final class PushIntake {
             stats.countDrop(PluginStats.DROP_PLUGIN_ERROR);
             log.warn("kip714 telemetry plugin could not export a push; dropped", unexpected);
         } finally {
-            collector.recordExportTime(instanceId, (System.nanoTime() - startNanos) / 1_000_000.0);
+            collector.recordExportTime(instanceId, (System.nanoTime() - startNanos) / 1_000_000.0, pushIntervalMs,
+                terminating);
         }
     }
 

@@ -60,7 +60,8 @@ final class TelemetryTopicCore {
         this.intake = new PushIntake(config, buffer, stats, collector, this::clusterId);
         this.sender = new TelemetrySender(config, buffer, stats, producerFactory, clockMs, sleeper);
         this.brokerMetrics = new BrokerMetricsTask(config, collector, stats, intake, this::clusterId, this::buffered);
-        this.jmxMetrics = registerJmx ? new PluginJmxMetrics(config.nodeId, stats, this::buffered) : null;
+        this.jmxMetrics = registerJmx ? new PluginJmxMetrics(config.nodeId, stats, this::buffered,
+            collector::trackedInstances) : null;
     }
 
     static TelemetryTopicCore forBroker(Map<String, ?> brokerConfigs) {
