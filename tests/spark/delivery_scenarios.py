@@ -113,3 +113,45 @@ def write_delivery_scenario(root: str) -> DeliveryScenario:
     )
     writer.write(rows_table([terminating, *_broker_rows(scenario)]))
     return scenario
+
+
+STANDING = "org.apache.kafka.producer.request.latency.avg"
+WINDOW_METRIC = "org.apache.kafka.producer.record.queue.time.max"
+
+
+@dataclass(frozen=True)
+class ConvergenceScenario:
+    subscribed_at: datetime
+    delays: dict[str, float | None]
+    """client_id -> seconds from creation to its first push of the window's metric (None: never)."""
+    outsider: SyntheticClient
+
+
+def write_convergence_scenario(root: str) -> ConvergenceScenario:
+    """13:00-13:30: every client pushes a standing metric every 10 s (at :05); a window created at 13:10
+    asks ``orders-.*`` for the record queue time, which orders-1..3 start pushing 5, 25 and 65 s later and
+    orders-4 never does; billing pushes the queue time all along (another subscription) but is not matched.
+    """
+    writer = LandingWriter(root)
+    start, end, subscribed_at = (
+        DAY.replace(hour=13),
+        DAY.replace(hour=13, minute=30),
+        DAY.replace(hour=13, minute=10),
+    )
+    delays: dict[str, float | None] = {"orders-1": 5.0, "orders-2": 25.0, "orders-3": 65.0, "orders-4": None}
+    every = push_times(start, end)
+    outsider = make_client(90, client_id="billing")
+    for index, (client_id, delay) in enumerate(delays.items()):
+        client = make_client(80 + index, client_id=client_id)
+        ones = np.ones(every.shape)
+        writer.write(series_table([client], STANDING, "gauge", None, {}, every[None, :], ones[None, :]))
+        if delay is not None:
+            later = every[every >= ns(subscribed_at) + int(delay) * NANOS]
+            values = np.ones(later.shape)
+            writer.write(
+                series_table([client], WINDOW_METRIC, "gauge", None, {}, later[None, :], values[None, :])
+            )
+    for metric in (STANDING, WINDOW_METRIC):
+        ones = np.ones(every.shape)
+        writer.write(series_table([outsider], metric, "gauge", None, {}, every[None, :], ones[None, :]))
+    return ConvergenceScenario(subscribed_at, delays, outsider)
