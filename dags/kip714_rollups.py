@@ -6,7 +6,7 @@ Each output table is an Asset (the UI page and downstream DAGs schedule on them)
 interval: landing is exactly-once by offsets (a rerun lands only what is new), and the Spark apps
 replace their interval's ``date=/hour=`` partitions, so retries, reruns and backfills
 (``airflow backfill create --dag-id kip714_rollups --from-date ... --to-date ...``) are idempotent.
-Data lives under ``scheduled_zone()`` (``$KIP714_DATA_DIR``: landing/ and analytics/); the telemetry
+Data lives under ``scheduled_area()`` (``$KIP714_DATA_DIR``: landing/ and analytics/); the telemetry
 comes from connection ``$KIP714_KAFKA_CONN_ID`` (default ``kafka_default``).
 """
 
@@ -19,10 +19,10 @@ from airflow.sdk import DAG, CronDataIntervalTimetable
 from airflow_provider_kip714.operators.telemetry import LandClientTelemetryOperator
 from airflow_provider_kip714.settings import scheduled_kafka_conn_id
 from airflow_provider_kip714.spark.jobs import SPARK_MACROS, analytics_asset, spark_app_operator
-from airflow_provider_kip714.storage.data_root import scheduled_zone
+from airflow_provider_kip714.storage.data_root import scheduled_area
 from spark_apps.package import DEFAULT_RULES
 
-ZONE = scheduled_zone()
+ZONE = scheduled_area()
 INTERVAL = {
     "input_root": str(ZONE.landing),
     "output_root": str(ZONE.analytics),

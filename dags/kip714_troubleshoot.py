@@ -25,7 +25,7 @@ from airflow_provider_kip714.operators.client_metrics import (
 from airflow_provider_kip714.operators.report import TroubleshootingReportOperator
 from airflow_provider_kip714.sensors.telemetry_arrival import ClientTelemetryArrivalSensor
 from airflow_provider_kip714.spark.jobs import SPARK_MACROS, spark_app_operator
-from airflow_provider_kip714.storage.data_root import troubleshoot_zone
+from airflow_provider_kip714.storage.data_root import troubleshoot_area
 from airflow_provider_kip714.troubleshooting.request import (
     TroubleshootingRequest,
     WindowBounds,
@@ -123,7 +123,7 @@ with DAG(
         context = get_current_context()
         request = TroubleshootingRequest.from_params(context["params"])
         bounds = WindowBounds.of_subscription(subscription_name, request.window_seconds)
-        return land_window(request, troubleshoot_zone(context["run_id"]), bounds)
+        return land_window(request, troubleshoot_area(context["run_id"]), bounds)
 
     landed = land.override(task_id="land_window")(open_subscription.output)
 
@@ -155,7 +155,7 @@ with DAG(
         """Turn the form's per-prefix thresholds into rules for the metrics this window rolled up."""
         context = get_current_context()
         request = TroubleshootingRequest.from_params(context["params"])
-        path, count = write_window_rules(troubleshoot_zone(context["run_id"]), request, DEFAULT_RULES)
+        path, count = write_window_rules(troubleshoot_area(context["run_id"]), request, DEFAULT_RULES)
         print(f"{count} static rule(s) for this window in {path}", flush=True)
         return str(path)
 

@@ -16,10 +16,10 @@ import pyarrow.dataset as ds
 
 from airflow_provider_kip714.storage.data_root import (
     ANALYTICS_TABLES,
-    Zone,
+    RunArea,
     safe_run_name,
-    scheduled_zone,
-    troubleshoot_zones,
+    scheduled_area,
+    troubleshoot_areas,
 )
 
 SCHEDULED_ZONE_KEY = "scheduled"
@@ -32,7 +32,7 @@ class ZoneChoice:
 
     key: str
     title: str
-    zone: Zone
+    zone: RunArea
 
     @property
     def report_file(self) -> Path:
@@ -41,8 +41,8 @@ class ZoneChoice:
 
 def zone_choices() -> list[ZoneChoice]:
     """The scheduled zone first, then troubleshooting runs, newest first."""
-    choices = [ZoneChoice(SCHEDULED_ZONE_KEY, "Scheduled analytics (kip714_rollups)", scheduled_zone())]
-    for zone in troubleshoot_zones():
+    choices = [ZoneChoice(SCHEDULED_ZONE_KEY, "Scheduled analytics (kip714_rollups)", scheduled_area())]
+    for zone in troubleshoot_areas():
         choices.append(ZoneChoice(zone.root.name, f"Troubleshooting run {zone.root.name}", zone))
     return choices
 
@@ -54,14 +54,14 @@ def find_zone(key: str) -> ZoneChoice | None:
     return next((choice for choice in zone_choices() if choice.key == key), None)
 
 
-def table_path(zone: Zone, table: str) -> Path:
+def table_path(zone: RunArea, table: str) -> Path:
     if table not in (*ANALYTICS_TABLES, "broker_client_metrics"):
         raise ValueError(f"table: must be one of {ANALYTICS_TABLES}, got {table!r}")
     return zone.table(table)
 
 
 def read_table(
-    zone: Zone, table: str, columns: list[str] | None = None, equal: dict[str, str] | None = None
+    zone: RunArea, table: str, columns: list[str] | None = None, equal: dict[str, str] | None = None
 ) -> pd.DataFrame:
     """A table as a DataFrame (empty when the folder is missing or holds no rows).
 

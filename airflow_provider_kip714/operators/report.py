@@ -1,6 +1,6 @@
 """``TroubleshootingReportOperator``: write a troubleshooting run's report and link to it from the UI.
 
-The report lives at ``troubleshoot_zone(run_id).report / "report.html"``; the provider's UI page
+The report lives at ``troubleshoot_area(run_id).report / "report.html"``; the provider's UI page
 serves it at ``/kip714/reports/<run>/report.html``, which the task's extra link points to.
 """
 
@@ -15,7 +15,7 @@ from airflow.sdk import BaseOperator, BaseOperatorLink
 
 from airflow_provider_kip714.report import build_report, report_url_path
 from airflow_provider_kip714.report.builder import DEFAULT_MAX_PLOTS
-from airflow_provider_kip714.storage.data_root import troubleshoot_zone
+from airflow_provider_kip714.storage.data_root import troubleshoot_area
 
 
 class TroubleshootingReportLink(BaseOperatorLink):
@@ -78,7 +78,7 @@ class TroubleshootingReportOperator(BaseOperator):
 
     def execute(self, context: Any) -> str:
         run_id = context["run_id"]
-        zone = troubleshoot_zone(run_id, root=Path(self.data_dir) if self.data_dir else None)
+        zone = troubleshoot_area(run_id, root=Path(self.data_dir) if self.data_dir else None)
         start, end = _instant(self.window_start), _instant(self.window_end)
         window = (start, end) if start is not None and end is not None else None
         self.log.info("Building the report of %s from %s", run_id, zone.analytics)

@@ -1,7 +1,7 @@
 """The troubleshooting report: one HTML page with PNG plots, built from a zone's analytics tables.
 
     from airflow_provider_kip714.report import build_report
-    result = build_report(troubleshoot_zone(run_id), title="kip714_troubleshoot manual__2026-...")
+    result = build_report(troubleshoot_area(run_id), title="kip714_troubleshoot manual__2026-...")
     print(result.html_path)   # <zone>/report/report.html
 
 The UI page serves it at ``/kip714/reports/<run>/report.html`` (see ``report_url_path``).

@@ -22,7 +22,7 @@ from airflow_provider_kip714.contract.selectors import RULE_SELECTORS
 from airflow_provider_kip714.report import page
 from airflow_provider_kip714.report.plots import Series, ThresholdLine, plot_broker, plot_metric
 from airflow_provider_kip714.report.tables import read_zone_table
-from airflow_provider_kip714.storage.data_root import Zone, safe_run_name
+from airflow_provider_kip714.storage.data_root import RunArea, safe_run_name
 
 REPORT_FILE = "report.html"
 SUMMARY_FILE = "summary.json"
@@ -280,7 +280,7 @@ def _broker_health(broker_metrics: pd.DataFrame, plots_dir: Path) -> tuple[list[
 
 
 def build_report(
-    zone: Zone,
+    zone: RunArea,
     *,
     title: str = "KIP-714 troubleshooting report",
     request: Mapping[str, Any] | None = None,

@@ -17,7 +17,7 @@ from typing import Any
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 from airflow.sdk import Asset
 
-from airflow_provider_kip714.storage.data_root import Zone
+from airflow_provider_kip714.storage.data_root import RunArea
 from spark_apps.package import PERFORMANCE_CONF, application_args, application_path, build_common_zip
 
 SPARK_CONN_ID = "spark_default"
@@ -51,7 +51,7 @@ def spark_environment() -> dict[str, str]:
     }
 
 
-def analytics_asset(zone: Zone, table: str) -> Asset:
+def analytics_asset(zone: RunArea, table: str) -> Asset:
     """The Asset of one analytics table of the scheduled zone (``rollups``, ``anomalies``, ...)."""
     return Asset(name=f"kip714_{table}", uri=zone.table(table).resolve().as_uri(), group=ASSET_GROUP)
 

@@ -1,4 +1,11 @@
-"""Where the provider keeps its files: one root, overridable by ``KIP714_DATA_DIR``.
+"""Where the provider keeps its files: one root, a local path or an object-store URL.
+
+The root comes from ``KIP714_DATA_DIR``, else ``[kip714] data_dir`` in airflow.cfg, else
+``$AIRFLOW_HOME/kip714-data``. An object-store root is written the way Airflow's ``ObjectStoragePath``
+writes one, ``s3://<conn_id>@bucket/prefix``: credentials and endpoint come from that Airflow
+connection (for S3 the amazon provider's ``aws`` type, ``endpoint_url`` in its extra), for the
+provider (fsspec), for pyarrow readers (``arrow_location``) and for Spark (``spark_uri`` gives the
+``s3a://`` path, ``spark_storage_conf`` the matching ``spark.hadoop.fs.s3a.*`` settings).
 
 The DAGs, the Spark apps' arguments, the report and the UI page all find things through this, so
 the layout is decided once:
@@ -12,20 +19,98 @@ the layout is decided once:
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeAlias
+
+if TYPE_CHECKING:
+    import pyarrow.fs
+    from airflow.sdk import ObjectStoragePath
 
 DATA_DIR_ENV = "KIP714_DATA_DIR"
 ANALYTICS_TABLES = ("rollups", "thresholds", "anomalies", "broker_metrics")
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+StoragePath: TypeAlias = "Path | ObjectStoragePath"
+"""A local ``Path`` or an Airflow ``ObjectStoragePath`` (both support ``/``, ``exists``, ``open``)."""
 
 
-def data_root() -> Path:
-    configured = os.environ.get(DATA_DIR_ENV)
+def as_storage_path(value: str | os.PathLike[str] | StoragePath) -> StoragePath:
+    """``s3://conn@bucket/prefix`` (any fsspec URL) -> ``ObjectStoragePath``; anything else -> ``Path``."""
+    if isinstance(value, Path) or (not isinstance(value, str) and not hasattr(value, "fs")):
+        return Path(value)
+    if not isinstance(value, str):
+        return value  # already an ObjectStoragePath
+    if value.startswith("file://"):
+        return Path(value.removeprefix("file://")).expanduser()
+    if _URL.match(value):
+        return _object_storage_path(value)
+    return Path(value).expanduser()
+
+
+@functools.lru_cache(maxsize=32)
+def _object_storage_path(url: str) -> ObjectStoragePath:
+    """One ``ObjectStoragePath`` (and so one connection lookup and one client) per URL and process."""
+    from airflow.sdk import ObjectStoragePath
+
+    return ObjectStoragePath(url)
+
+
+def is_local(path: StoragePath) -> bool:
+    return isinstance(path, Path)
+
+
+def fsspec_location(path: StoragePath) -> tuple[Any, str]:
+    """(fsspec filesystem, path inside it) of ``path``: what the landing zone writes through."""
+    if isinstance(path, Path):
+        from fsspec.implementations.local import LocalFileSystem
+
+        return LocalFileSystem(), str(path.resolve())
+    return path.fs, path.path
+
+
+def arrow_location(path: StoragePath) -> tuple[pyarrow.fs.FileSystem, str]:
+    """(pyarrow filesystem, path inside it): ``pq.read_table(p, filesystem=fs)`` for readers of the root."""
+    import pyarrow.fs
+
+    if isinstance(path, Path):
+        return pyarrow.fs.LocalFileSystem(), str(path.resolve())
+    return pyarrow.fs.PyFileSystem(pyarrow.fs.FSSpecHandler(path.fs)), path.path
+
+
+def storage_uri(path: StoragePath) -> str:
+    """A URI naming ``path`` without credentials or connection: ``file:///...`` or ``s3://bucket/key``."""
+    if isinstance(path, Path):
+        return path.resolve().as_uri()
+    protocol = path.protocol if isinstance(path.protocol, str) else path.protocol[0]
+    return f"{protocol}://{path.path}"
+
+
+def spark_uri(path: StoragePath) -> str:
+    """The path as Spark (Hadoop) names it: a local absolute path, or ``s3a://bucket/prefix``."""
+    if isinstance(path, Path):
+        return str(path.resolve())
+    protocol = path.protocol if isinstance(path.protocol, str) else path.protocol[0]
+    scheme = "s3a" if protocol in ("s3", "s3a", "s3n") else protocol
+    return f"{scheme}://{path.path}"
+
+
+def spark_storage_conf(path: StoragePath) -> dict[str, str]:
+    """``spark-submit --conf`` settings that let executors reach ``path`` (s3a from the aws connection)."""
+    if isinstance(path, Path):
+        return {}
+    from airflow_provider_kip714.storage.s3a import s3a_conf
+
+    return s3a_conf(path.conn_id)
+
+
+def data_root() -> StoragePath:
+    configured = os.environ.get(DATA_DIR_ENV) or _configured_data_dir()
     if configured:
-        return Path(configured).expanduser()
+        return as_storage_path(configured)
     airflow_home = os.environ.get("AIRFLOW_HOME")
     base = Path(airflow_home).expanduser() if airflow_home else Path.home() / ".local" / "share"
     return base / "kip714-data"
@@ -36,40 +121,53 @@ def safe_run_name(run_id: str) -> str:
     return _UNSAFE.sub("_", run_id).strip("_") or "run"
 
 
-@dataclass(frozen=True)
-class Zone:
-    """A landing zone plus the analytics computed from it."""
+def _configured_data_dir() -> str | None:
+    """``[kip714] data_dir`` from airflow.cfg (or ``AIRFLOW__KIP714__DATA_DIR``), when Airflow is set up."""
+    try:
+        from airflow.configuration import conf
+    except Exception:  # Airflow's config cannot load (e.g. a bare spark-submit host): no setting
+        return None
+    return conf.get("kip714", "data_dir", fallback=None) or None
 
-    root: Path
+
+@dataclass(frozen=True)
+class RunArea:
+    """The folders of one run kind under the data root: its landing zone, analytics and report."""
+
+    root: StoragePath
 
     @property
-    def landing(self) -> Path:
+    def landing(self) -> StoragePath:
         return self.root / "landing"
 
     @property
-    def analytics(self) -> Path:
+    def analytics(self) -> StoragePath:
         return self.root / "analytics"
 
     @property
-    def report(self) -> Path:
+    def report(self) -> StoragePath:
         return self.root / "report"
 
-    def table(self, name: str) -> Path:
+    def table(self, name: str) -> StoragePath:
         return self.analytics / name
 
 
-def scheduled_zone(root: Path | None = None) -> Zone:
-    return Zone(root or data_root())
+def scheduled_area(root: StoragePath | None = None) -> RunArea:
+    return RunArea(root or data_root())
 
 
-def troubleshoot_zone(run_id: str, root: Path | None = None) -> Zone:
-    return Zone((root or data_root()) / "troubleshoot" / safe_run_name(run_id))
+def troubleshoot_area(run_id: str, root: StoragePath | None = None) -> RunArea:
+    return RunArea((root or data_root()) / "troubleshoot" / safe_run_name(run_id))
 
 
-def troubleshoot_zones(root: Path | None = None) -> list[Zone]:
-    """Every troubleshooting run's zone, newest first."""
+def troubleshoot_areas(root: StoragePath | None = None) -> list[RunArea]:
+    """Every troubleshooting run's area, newest first (by name on object stores: no folder times)."""
     base = (root or data_root()) / "troubleshoot"
     if not base.is_dir():
         return []
-    runs = sorted((p for p in base.iterdir() if p.is_dir()), key=lambda p: p.stat().st_mtime, reverse=True)
-    return [Zone(p) for p in runs]
+    runs = [p for p in base.iterdir() if p.is_dir()]
+    if isinstance(base, Path):
+        runs.sort(key=lambda p: p.stat().st_mtime, reverse=True)
+    else:
+        runs.sort(key=lambda p: p.name, reverse=True)
+    return [RunArea(p) for p in runs]

@@ -19,13 +19,13 @@ from collections.abc import Callable
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
-from pathlib import Path
 from typing import Any, Final
 
 from confluent_kafka import Consumer, Message, TopicPartition
 
 from airflow_provider_kip714.decoding.decoder import VALUE_FORMATS, ValueFormat
 from airflow_provider_kip714.exceptions import LandingError
+from airflow_provider_kip714.storage.data_root import as_storage_path, storage_uri
 from airflow_provider_kip714.telemetry import reader
 from airflow_provider_kip714.telemetry.landing_batch import (
     PartitionBatch,
@@ -468,4 +468,4 @@ def land_topic(
 
 def datapoints_uri(out_dir: str | os.PathLike[str]) -> str:
     """The URI of a landing zone's datapoints (what the landing operator's Asset points at)."""
-    return Path(out_dir).resolve().joinpath("datapoints").as_uri()
+    return storage_uri(as_storage_path(out_dir) / "datapoints")

@@ -1,48 +1,67 @@
-"""The Parquet landing zone on disk: layout, atomic chunk writes and crash recovery.
+"""The Parquet landing zone: layout, the rename-free commit protocol and crash recovery.
+
+The zone is a local folder or an object-store prefix (``s3://<conn_id>@bucket/prefix``); both go
+through one fsspec code path. Object stores have no atomic rename and S3-compatible servers need
+not support conditional writes, so the protocol relies on two things only: a single PUT (or a
+fsynced local file) is whole once it is listed, and a listing shows every object written before it.
 
 Layout (one topic per zone; ``_zone.json`` records which)::
 
-    raw/p00003-00000000000000001200-00000000000000001699.parquet          one row per record
-    datapoints/date=2025-11-22/hour=08/p00003-...-....parquet              one row per data point
-    quarantine/p00003-...-....parquet                                      records that did not decode
+    raw/p00003-00000000000000001200-00000000000000001699.<token>.parquet       one row per record
+    datapoints/date=2025-11-22/hour=08/p00003-...-....<token>.parquet           one row per data point
+    quarantine/p00003-...-....<token>.parquet                                   records that did not decode
+    _commits/p00003-00000000000000001200-00000000000000001699.<token>.commit    the chunk's commit marker
+    _lease/<claim>.json                                                         who may write (``lease``)
 
-Every file of a *chunk* (one partition, an inclusive offset range) carries the same name. The raw
-file is the commit marker: it is renamed into place last, after the chunk's datapoint and quarantine
-files. So after a crash at any moment, a chunk either has its raw file (and everything else) or it
-is not landed; ``recover()`` deletes temp files and any datapoint/quarantine file whose chunk has no
-raw file, then resumes each partition after its highest landed offset. Nothing is duplicated or lost.
+**Commit.** A chunk (one partition, an inclusive offset range) is written under a fresh random
+``token``: data files first (fsynced locally), then the marker ``_commits/<chunk>.<token>.commit``.
+The marker's existence is the commit. A data file counts only when a marker names its
+``<chunk>.<token>``: readers (Spark, the report, the UI) list ``_commits/`` and read those files
+(``committed_files``), never a folder glob; a zone without ``_commits/`` was not written by the lander
+(e.g. synthetic data) and is read whole.
+
+**Recovery.** After a crash at any moment a chunk either has its marker (all its files were written
+before it) or it is not landed. ``recover()`` deletes every data file no marker names, then resumes
+each partition after its highest committed offset. Nothing is duplicated or lost.
+
+**One writer.** Only the holder of the zone's lease (``lease.ZoneLease``) stages, commits or recovers;
+it checks the lease before each marker it writes.
 """
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import functools
+import io
 import json
 import logging
 import os
 import re
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from airflow_provider_kip714.exceptions import LandingError
+from airflow_provider_kip714.storage.data_root import StoragePath, as_storage_path, fsspec_location
+from airflow_provider_kip714.telemetry.lease import ZoneLease
 
 log = logging.getLogger(__name__)
 
 RAW_DIR: Final = "raw"
 DATAPOINTS_DIR: Final = "datapoints"
 QUARANTINE_DIR: Final = "quarantine"
-TEMP_PREFIX: Final = ".tmp-"
+COMMITS_DIR: Final = "_commits"
+LEASE_DIR: Final = "_lease"
 ZONE_FILE: Final = "_zone.json"
-LOCK_FILE: Final = ".landing.lock"
-_CHUNK_NAME: Final = re.compile(r"^p(\d{5,})-(\d{20})-(\d{20})\.parquet$")
+PROTOCOL_FILE: Final = "PROTOCOL"
+PROTOCOL: Final = "kip714 landing commit markers v1\n"
+DATA_SUFFIX: Final = ".parquet"
+MARKER_SUFFIX: Final = ".commit"
+_STEM: Final = re.compile(r"^p(\d{5,})-(\d{20})-(\d{20})(?:\.([0-9a-f]{6,32}))?$")
 PARQUET_COMPRESSION: Final = "zstd"
 # Min/max statistics only where readers prune with them (time ranges, offsets): statistics on every
 # column cost ~20 % of the write and help no query. Dictionaries only for flat string columns.
@@ -63,22 +82,31 @@ def parquet_options(schema: pa.Schema) -> dict[str, object]:
 
 @dataclass(frozen=True, order=True)
 class ChunkId:
-    """One partition's inclusive offset range; names every file of the chunk."""
+    """One partition's inclusive offset range."""
 
     partition: int
     first_offset: int
     last_offset: int
 
     @property
-    def file_name(self) -> str:
-        return f"p{self.partition:05d}-{self.first_offset:020d}-{self.last_offset:020d}.parquet"
+    def stem(self) -> str:
+        return f"p{self.partition:05d}-{self.first_offset:020d}-{self.last_offset:020d}"
 
     @classmethod
-    def from_file_name(cls, name: str) -> ChunkId | None:
-        match = _CHUNK_NAME.match(name)
-        if match is None:
-            return None
-        return cls(int(match.group(1)), int(match.group(2)), int(match.group(3)))
+    def parse(cls, name: str) -> tuple[ChunkId, str] | None:
+        """``(chunk, token)`` of a data file or marker name (token ``""`` for pre-marker zones)."""
+        for suffix in (DATA_SUFFIX, MARKER_SUFFIX):
+            if name.endswith(suffix):
+                match = _STEM.match(name[: -len(suffix)])
+                if match is None:
+                    return None
+                chunk = cls(int(match.group(1)), int(match.group(2)), int(match.group(3)))
+                return chunk, match.group(4) or ""
+        return None
+
+
+def file_stem(chunk: ChunkId, token: str) -> str:
+    return f"{chunk.stem}.{token}" if token else chunk.stem
 
 
 def hour_directory(date: str, hour: int) -> str:
@@ -86,17 +114,12 @@ def hour_directory(date: str, hour: int) -> str:
 
 
 @dataclass(frozen=True)
-class StagedFile:
-    temp_path: Path
-    final_path: Path
-
-
-@dataclass(frozen=True)
 class StagedChunk:
-    """A chunk written to temp files, waiting for ``LandingZone.commit`` (raw file last)."""
+    """A chunk whose data files are written, waiting for ``LandingZone.commit`` (its marker)."""
 
     chunk: ChunkId
-    files: tuple[StagedFile, ...]  # raw file is the last entry
+    token: str
+    files: tuple[str, ...]
     records: int
     points: int
     quarantined: int
@@ -104,79 +127,78 @@ class StagedChunk:
 
 
 class LandingZone:
-    """Paths and the write/recover protocol of one landing directory."""
+    """Paths and the write/recover protocol of one landing zone (local folder or object-store prefix)."""
 
-    def __init__(self, root: str | os.PathLike[str], topic: str, *, fsync: bool = True) -> None:
-        self.root = Path(root)
+    def __init__(self, root: str | os.PathLike[str] | StoragePath, topic: str, *, fsync: bool = True) -> None:
+        self.root = as_storage_path(root)
         self.topic = topic
         self.fsync = fsync
+        self.fs, self.path = fsspec_location(self.root)
+        self.local = "file" in _protocols(self.fs)
+        self.lease = ZoneLease(self.fs, self._join(LEASE_DIR), str(self.root))
         self.raw_dir = self.root / RAW_DIR
         self.datapoints_dir = self.root / DATAPOINTS_DIR
         self.quarantine_dir = self.root / QUARANTINE_DIR
+        self.commits_dir = self.root / COMMITS_DIR
 
-    # ---- set-up, locking, recovery -------------------------------------------------------------
+    def lock(self) -> ZoneLease:
+        """The zone's lease, a context manager: two landing runs on one zone would break the protocol."""
+        return self.lease
+
+    def _join(self, *parts: str) -> str:
+        return "/".join([self.path.rstrip("/"), *parts])
+
+    # ---- set-up and recovery (lease held) -------------------------------------------------------
 
     def prepare(self) -> None:
-        """Create the directories and pin the zone to its topic (refuse another topic's zone)."""
-        for directory in (self.raw_dir, self.datapoints_dir, self.quarantine_dir):
-            directory.mkdir(parents=True, exist_ok=True)
-        zone_file = self.root / ZONE_FILE
-        if zone_file.exists():
-            recorded = json.loads(zone_file.read_text()).get("topic")
+        """Pin the zone to its topic (refuse another topic's zone) and declare the marker protocol."""
+        zone_file = self._join(ZONE_FILE)
+        if self.fs.exists(zone_file):
+            recorded = json.loads(self.fs.cat_file(zone_file)).get("topic")
             if recorded != self.topic:
                 raise LandingError(
                     f"out_dir: {self.root} is the landing zone of topic {recorded!r}, not {self.topic!r}; "
                     "use one directory per topic"
                 )
         else:
-            self._write_bytes_atomically(zone_file, json.dumps({"topic": self.topic}).encode())
+            self._put(zone_file, json.dumps({"topic": self.topic}).encode())
+        protocol_file = self._join(COMMITS_DIR, PROTOCOL_FILE)
+        if not self.fs.exists(protocol_file):
+            self._adopt_pre_marker_chunks()
+            self._put(protocol_file, PROTOCOL.encode())
 
-    @contextlib.contextmanager
-    def lock(self) -> Iterator[None]:
-        """Hold an exclusive lock: two landing runs on one zone would break the resume protocol."""
-        self.root.mkdir(parents=True, exist_ok=True)
-        with open(self.root / LOCK_FILE, "a+") as handle:
-            try:
-                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                raise LandingError(f"out_dir: another landing run holds {self.root / LOCK_FILE}") from None
-            try:
-                yield
-            finally:
-                fcntl.flock(handle, fcntl.LOCK_UN)
+    def _adopt_pre_marker_chunks(self) -> None:
+        """Zones landed before markers existed: their raw file was the commit; give each a marker."""
+        for name in self._names(self._join(RAW_DIR)):
+            parsed = ChunkId.parse(name)
+            if parsed is not None and parsed[1] == "" and name.endswith(DATA_SUFFIX):
+                self._put(self._join(COMMITS_DIR, parsed[0].stem + MARKER_SUFFIX), b"{}")
+
+    def committed(self) -> set[tuple[ChunkId, str]]:
+        """``(chunk, token)`` of every committed chunk (from the markers alone)."""
+        found = (ChunkId.parse(name) for name in self._names(self._join(COMMITS_DIR)))
+        return {entry for entry in found if entry is not None}
 
     def landed_chunks(self) -> list[ChunkId]:
-        if not self.raw_dir.is_dir():
-            return []
-        chunks = [ChunkId.from_file_name(path.name) for path in self.raw_dir.iterdir()]
-        return sorted(chunk for chunk in chunks if chunk is not None)
+        return sorted(chunk for chunk, _ in self.committed())
 
     def recover(self) -> dict[int, int]:
-        """Undo what a crashed run left half-done; return the next offset to land per partition."""
-        removed = 0
-        for directory, _, files in os.walk(self.root):
-            for name in files:
-                if name.startswith(TEMP_PREFIX):
-                    Path(directory, name).unlink()
-                    removed += 1
-        landed = set(self.landed_chunks())
-        for path in [*self.datapoints_dir.rglob("*.parquet"), *self.quarantine_dir.glob("*.parquet")]:
-            chunk = ChunkId.from_file_name(path.name)
-            if chunk is not None and chunk not in landed:
-                path.unlink()
-                removed += 1
-        if removed:
-            log.warning("landing zone %s: removed %d file(s) left by an interrupted run", self.root, removed)
+        """Delete data files no marker names; return the next offset to land per partition."""
+        self.lease.check()
+        committed = self.committed()
+        orphans = [path for path in self._data_files() if _entry(path) not in committed]
+        if orphans:
+            self.fs.rm(orphans)
+            log.warning(
+                "landing zone %s: removed %d file(s) left by an interrupted run", self.root, len(orphans)
+            )
         next_offsets: dict[int, int] = {}
         previous: ChunkId | None = None
-        for chunk in sorted(landed):
-            if (
-                previous is not None
-                and previous.partition == chunk.partition
-                and chunk.first_offset <= previous.last_offset
-            ):
+        for chunk in sorted(chunk for chunk, _ in committed):
+            same_partition = previous is not None and previous.partition == chunk.partition
+            if same_partition and chunk.first_offset <= previous.last_offset:  # type: ignore[union-attr]
                 raise LandingError(
-                    f"raw/: chunks {previous.file_name} and {chunk.file_name} overlap; "
+                    f"{COMMITS_DIR}/: chunks {previous.stem} and {chunk.stem} overlap; "  # type: ignore[union-attr]
                     "the landing zone was modified by hand or by two writers"
                 )
             next_offsets[chunk.partition] = chunk.last_offset + 1
@@ -195,45 +217,96 @@ class LandingZone:
         points: int,
         last_timestamp_ms: int,
     ) -> StagedChunk:
-        """Write a chunk's files under temp names (safe in a worker process); commit them later."""
-        files: list[StagedFile] = []
+        """Write a chunk's data files under a fresh token (safe in a worker thread); commit them later."""
+        token = uuid.uuid4().hex[:12]
+        name = file_stem(chunk, token) + DATA_SUFFIX
+        files: list[str] = []
         if datapoints.num_rows:
             for (date, hour), part in _split_by_hour(datapoints):
-                directory = self.datapoints_dir / hour_directory(date, hour)
-                files.append(self._write_temp(part, directory / chunk.file_name))
+                files.append(
+                    self._write_table(part, self._join(DATAPOINTS_DIR, hour_directory(date, hour), name))
+                )
         if quarantine.num_rows:
-            files.append(self._write_temp(quarantine, self.quarantine_dir / chunk.file_name))
-        files.append(self._write_temp(raw, self.raw_dir / chunk.file_name))
-        return StagedChunk(chunk, tuple(files), raw.num_rows, points, quarantine.num_rows, last_timestamp_ms)
+            files.append(self._write_table(quarantine, self._join(QUARANTINE_DIR, name)))
+        files.append(self._write_table(raw, self._join(RAW_DIR, name)))
+        return StagedChunk(
+            chunk, token, tuple(files), raw.num_rows, points, quarantine.num_rows, last_timestamp_ms
+        )
 
     def commit(self, staged: StagedChunk) -> None:
-        """Rename a staged chunk into place; the raw file goes last and marks the chunk landed."""
-        touched_dirs = set()
-        for staged_file in staged.files:
-            os.replace(staged_file.temp_path, staged_file.final_path)
-            touched_dirs.add(staged_file.final_path.parent)
-        if self.fsync:
-            for directory in touched_dirs:
-                _fsync_directory(directory)
+        """Write the chunk's marker: from now on it is landed. Refused unless the lease is held."""
+        self.lease.check()
+        marker = {"files": [path.removeprefix(self.path).lstrip("/") for path in staged.files]}
+        marker["records"] = staged.records  # type: ignore[assignment]
+        self._put(
+            self._join(COMMITS_DIR, file_stem(staged.chunk, staged.token) + MARKER_SUFFIX),
+            json.dumps(marker).encode(),
+        )
 
-    def discard(self, staged: StagedChunk) -> None:
-        for staged_file in staged.files:
-            with contextlib.suppress(FileNotFoundError):
-                staged_file.temp_path.unlink()
+    # ---- reading (committed data only) -----------------------------------------------------------
 
-    def _write_temp(self, table: pa.Table, final_path: Path) -> StagedFile:
-        final_path.parent.mkdir(parents=True, exist_ok=True)
-        temp_path = final_path.with_name(f"{TEMP_PREFIX}{uuid.uuid4().hex[:12]}-{final_path.name}")
-        pq.write_table(table, temp_path, **parquet_options(table.schema))
-        if self.fsync:
-            with open(temp_path, "rb") as handle:
+    def committed_files(self, table: str) -> list[str]:
+        """Paths (in ``self.fs``) of ``table``'s committed files: raw, datapoints or quarantine."""
+        if not self.fs.exists(self._join(COMMITS_DIR)):
+            return sorted(path for path in self._find(self._join(table)) if path.endswith(DATA_SUFFIX))
+        committed = self.committed()
+        return sorted(path for path in self._find(self._join(table)) if _entry(path) in committed)
+
+    def read_table(self, table: str, columns: list[str] | None = None) -> pa.Table:
+        """``table``'s committed rows (an empty table when nothing is landed)."""
+        parts = [
+            pq.read_table(self.fs.open(path, "rb"), columns=columns) for path in self.committed_files(table)
+        ]
+        return pa.concat_tables(parts, promote_options="default") if parts else pa.table({})
+
+    # ---- storage primitives ---------------------------------------------------------------------
+
+    def _write_table(self, table: pa.Table, path: str) -> str:
+        buffer = io.BytesIO()
+        pq.write_table(table, buffer, **parquet_options(table.schema))
+        self._put(path, buffer.getvalue())
+        return path
+
+    def _put(self, path: str, data: bytes) -> None:
+        """One whole object; locally a file fsynced (with its folder) before this returns."""
+        if not self.local:
+            self.fs.pipe_file(path, data)
+            return
+        directory = os.path.dirname(path)
+        os.makedirs(directory, exist_ok=True)
+        with open(path, "wb") as handle:
+            handle.write(data)
+            if self.fsync:
+                handle.flush()
                 os.fsync(handle.fileno())
-        return StagedFile(temp_path, final_path)
+        if self.fsync:
+            descriptor = os.open(directory, os.O_RDONLY)
+            try:
+                os.fsync(descriptor)
+            finally:
+                os.close(descriptor)
 
-    def _write_bytes_atomically(self, path: Path, data: bytes) -> None:
-        temp_path = path.with_name(f"{TEMP_PREFIX}{path.name}")
-        temp_path.write_bytes(data)
-        os.replace(temp_path, path)
+    def _names(self, directory: str) -> list[str]:
+        if not self.fs.exists(directory):
+            return []
+        return [str(entry).rstrip("/").rsplit("/", 1)[-1] for entry in self.fs.ls(directory, detail=False)]
+
+    def _find(self, directory: str) -> list[str]:
+        return list(self.fs.find(directory)) if self.fs.exists(directory) else []
+
+    def _data_files(self) -> Iterable[str]:
+        for table in (RAW_DIR, DATAPOINTS_DIR, QUARANTINE_DIR):
+            yield from (path for path in self._find(self._join(table)) if _entry(path) is not None)
+
+
+def _entry(path: str) -> tuple[ChunkId, str] | None:
+    name = path.rsplit("/", 1)[-1]
+    return ChunkId.parse(name) if name.endswith(DATA_SUFFIX) else None
+
+
+def _protocols(fs: Any) -> tuple[str, ...]:
+    protocol = fs.protocol
+    return (protocol,) if isinstance(protocol, str) else tuple(protocol)
 
 
 def _split_by_hour(datapoints: pa.Table) -> list[tuple[tuple[str, int], pa.Table]]:
@@ -250,11 +323,3 @@ def _split_by_hour(datapoints: pa.Table) -> list[tuple[tuple[str, int], pa.Table
         date, hour = group.split("|")
         parts.append(((date, int(hour)), datapoints.filter(pc.equal(keys, group))))
     return parts
-
-
-def _fsync_directory(directory: Path) -> None:
-    descriptor = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(descriptor)
-    finally:
-        os.close(descriptor)

@@ -21,7 +21,7 @@ from airflow.sdk import Param
 
 from airflow_provider_kip714.contract.selectors import RULE_SELECTORS
 from airflow_provider_kip714.exceptions import Kip714Error, SubscriptionValidationError
-from airflow_provider_kip714.storage.data_root import Zone
+from airflow_provider_kip714.storage.data_root import RunArea
 from airflow_provider_kip714.subscriptions.model import (
     MAX_INTERVAL_MS,
     MIN_INTERVAL_MS,
@@ -331,7 +331,7 @@ def normalise_metric_prefix(prefix: str) -> str:
     return cleaned[len(KAFKA_PREFIX) :] if cleaned.startswith(KAFKA_PREFIX) else cleaned
 
 
-def rolled_up_metric_names(zone: Zone) -> list[str]:
+def rolled_up_metric_names(zone: RunArea) -> list[str]:
     """Distinct client metric names in the zone's rollups (empty when none were written)."""
     folder = zone.table("rollups")
     if not folder.is_dir() or not any(folder.rglob("*.parquet")):
@@ -372,7 +372,7 @@ def window_rules(
 
 
 def write_window_rules(
-    zone: Zone, request: TroubleshootingRequest, default_rules: Path | None
+    zone: RunArea, request: TroubleshootingRequest, default_rules: Path | None
 ) -> tuple[Path, int]:
     """Write ``<zone>/rules.json`` for this window; returns its path and how many rules it holds."""
     document = window_rules(request, rolled_up_metric_names(zone), default_rules)
@@ -382,7 +382,7 @@ def write_window_rules(
     return path, len(document["rules"])
 
 
-def land_window(request: TroubleshootingRequest, zone: Zone, bounds: WindowBounds) -> dict[str, Any]:
+def land_window(request: TroubleshootingRequest, zone: RunArea, bounds: WindowBounds) -> dict[str, Any]:
     """Land the telemetry topic into the zone while the window lasts (plus a grace), exactly once."""
     from airflow_provider_kip714.hooks.telemetry_topic import TelemetryTopicHook
 

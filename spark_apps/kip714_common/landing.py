@@ -28,6 +28,9 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 DATAPOINTS_DIR = "datapoints"
+COMMITS_DIR = "_commits"
+"""The lander's commit markers (``airflow_provider_kip714.telemetry.landing_zone``): a data file
+``<chunk>.<token>.parquet`` is landed only when ``_commits/<chunk>.<token>.commit`` exists."""
 
 
 SERIES_ID_SEED = 714
@@ -70,6 +73,42 @@ def path_exists(spark: SparkSession, path: str) -> bool:
     return bool(filesystem.exists(hadoop_path))
 
 
+def _hadoop_fs(spark: SparkSession, path: str):  # type: ignore[no-untyped-def]
+    jvm = spark.sparkContext._jvm  # type: ignore[attr-defined]
+    hadoop_path = jvm.org.apache.hadoop.fs.Path(path)
+    return hadoop_path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration()), hadoop_path  # type: ignore[attr-defined]
+
+
+def _names(spark: SparkSession, directory: str) -> list[str]:
+    filesystem, path = _hadoop_fs(spark, directory)
+    if not filesystem.exists(path):
+        return []
+    return [status.getPath().getName() for status in filesystem.listStatus(path) if status.isFile()]
+
+
+def committed_datapoint_files(
+    spark: SparkSession, input_root: str, start: datetime, end: datetime
+) -> list[str] | None:
+    """The committed data files of the hours ``[start, end)`` touches; ``None`` for a zone without markers.
+
+    Listing the markers and the hour folders (never a folder glob) keeps a chunk that is being written,
+    or was left by a crash, out of every read. A zone without ``_commits/`` was not written by the
+    lander (synthetic or copied data) and is read whole, as before.
+    """
+    if not path_exists(spark, f"{input_root}/{COMMITS_DIR}"):
+        return None
+    committed = {name.removesuffix(".commit") for name in _names(spark, f"{input_root}/{COMMITS_DIR}")}
+    files = []
+    hour = start.replace(minute=0, second=0, microsecond=0)
+    while hour < end:
+        folder = f"{input_root}/{DATAPOINTS_DIR}/date={hour:%Y-%m-%d}/hour={hour.hour:02d}"
+        for name in sorted(_names(spark, folder)):
+            if name.endswith(".parquet") and name.removesuffix(".parquet") in committed:
+                files.append(f"{folder}/{name}")
+        hour += timedelta(hours=1)
+    return files
+
+
 def hour_partition_filter(start: datetime, end: datetime) -> Column:
     """``date``/``hour`` predicate covering ``[start, end)`` so Spark lists and reads only those folders."""
     first = start.replace(minute=0, second=0, microsecond=0)
@@ -100,7 +139,13 @@ def read_datapoints(
     root = f"{input_root}/{DATAPOINTS_DIR}"
     if not path_exists(spark, root):
         raise SparkAppInputError("--input", f"must be a landing zone root holding {DATAPOINTS_DIR}/", root)
-    hours = spark.read.schema(DATAPOINT_SCHEMA).option("basePath", root).parquet(root)
+    committed = committed_datapoint_files(spark, input_root, start, end)
+    if committed is None:
+        hours = spark.read.schema(DATAPOINT_SCHEMA).option("basePath", root).parquet(root)
+    elif committed:
+        hours = spark.read.schema(DATAPOINT_SCHEMA).option("basePath", root).parquet(*committed)
+    else:
+        hours = spark.createDataFrame([], DATAPOINT_SCHEMA)
     hours = hours.where(hour_partition_filter(start, end))
     raw = hours.where((F.col("time") >= epoch_nanos(start)) & (F.col("time") < epoch_nanos(end)))
     # the series of the whole hours: a superset, which is always safe, read without the time column

@@ -16,7 +16,7 @@ import pytest
 from dag_test_env import make_airflow_env, run_dag_test
 from kip714_dev.local_kafka.cluster import LocalKafkaCluster
 
-from airflow_provider_kip714.storage.data_root import Zone
+from airflow_provider_kip714.storage.data_root import RunArea
 from tests.support.synthetic_landing import generate_fleet
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.slow]
@@ -27,14 +27,14 @@ RUN_AT = datetime(2026, 1, 5, 11, 0, tzinfo=UTC)  # data interval [10:00, 11:00)
 TABLES = ("rollups", "thresholds", "anomalies", "broker_metrics")
 
 
-def partition_rows(zone: Zone, table: str, hour: int) -> int:
+def partition_rows(zone: RunArea, table: str, hour: int) -> int:
     folder = zone.table(table) / f"date={FLEET_START:%Y-%m-%d}" / f"hour={hour}"
     if not folder.is_dir():
         return 0
     return ds.dataset(folder, format="parquet").count_rows()
 
 
-def raw_records(zone: Zone) -> int:
+def raw_records(zone: RunArea) -> int:
     raw = zone.landing / "raw"
     return ds.dataset(raw, format="parquet").count_rows() if any(raw.rglob("*.parquet")) else 0
 
@@ -44,7 +44,7 @@ def test_hourly_run_rolls_up_its_interval_and_rerun_is_idempotent(
 ) -> None:
     home = tmp_path_factory.mktemp("airflow-home-rollups")
     env = make_airflow_env(home, home / "data", kafka_cluster)
-    zone = Zone(Path(env["KIP714_DATA_DIR"]))
+    zone = RunArea(Path(env["KIP714_DATA_DIR"]))
     generated = generate_fleet(
         zone.landing, FLEET_START, hours=2, target_points=4000, push_interval_seconds=10
     )

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 from kip714_dev.local_kafka.cluster import LocalKafkaCluster
 
-from airflow_provider_kip714.storage.data_root import DATA_DIR_ENV, scheduled_zone
+from airflow_provider_kip714.storage.data_root import DATA_DIR_ENV, scheduled_area
 from airflow_provider_kip714.subscriptions.admin import ClientMetricsAdmin
 from airflow_provider_kip714.subscriptions.kafka_python_config import to_kafka_python_kwargs
 from airflow_provider_kip714.subscriptions.model import Subscription
@@ -68,7 +68,7 @@ def window(kafka_cluster: LocalKafkaCluster) -> Iterator[Subscription]:
 @pytest.fixture
 def landed(tmp_path: Path) -> tuple[Path, Landed]:
     data_dir = tmp_path / "kip714-data"
-    return data_dir, land_analytics(scheduled_zone(data_dir).analytics)
+    return data_dir, land_analytics(scheduled_area(data_dir).analytics)
 
 
 @pytest.fixture

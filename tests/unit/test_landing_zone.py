@@ -1,7 +1,10 @@
-"""The landing zone's crash protocol on disk: staged files, raw-last commits, recovery (no servers)."""
+"""The landing zone's crash protocol on disk: token-named files, commit markers, recovery, the lease."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -11,7 +14,7 @@ from otlp_payloads import client_headers, producer_like_payload
 from airflow_provider_kip714.decoding.decoder import TopicRecord
 from airflow_provider_kip714.exceptions import LandingError
 from airflow_provider_kip714.telemetry.landing import stage_records
-from airflow_provider_kip714.telemetry.landing_zone import ChunkId, LandingZone
+from airflow_provider_kip714.telemetry.landing_zone import ChunkId, LandingZone, file_stem
 
 TOPIC = "_client_telemetry"
 HOUR_MS = 3_600_000
@@ -40,20 +43,32 @@ def files(root: Path) -> list[str]:
     return sorted(str(path.relative_to(root)) for path in root.rglob("*.parquet"))
 
 
+@pytest.fixture
+def zone(tmp_path: Path) -> Iterator[LandingZone]:
+    """A prepared zone whose lease this test holds (commits are refused without it)."""
+    landing = LandingZone(tmp_path, TOPIC, fsync=False)
+    with landing.lock():
+        landing.prepare()
+        yield landing
+
+
 def test_chunk_names_round_trip() -> None:
     chunk = ChunkId(3, 1200, 1699)
-    assert chunk.file_name == "p00003-00000000000000001200-00000000000000001699.parquet"
-    assert ChunkId.from_file_name(chunk.file_name) == chunk
-    assert ChunkId.from_file_name("part-0.parquet") is None
+    assert file_stem(chunk, "abc123") == "p00003-00000000000000001200-00000000000000001699.abc123"
+    assert ChunkId.parse(file_stem(chunk, "abc123") + ".parquet") == (chunk, "abc123")
+    assert ChunkId.parse(file_stem(chunk, "abc123") + ".commit") == (chunk, "abc123")
+    assert ChunkId.parse(chunk.stem + ".parquet") == (chunk, "")
+    assert ChunkId.parse("part-0.parquet") is None
 
 
-def test_committed_chunk_lands_raw_datapoints_and_quarantine_by_hour(tmp_path: Path) -> None:
-    zone = LandingZone(tmp_path, TOPIC, fsync=False)
-    zone.prepare()
+def test_committed_chunk_lands_raw_datapoints_and_quarantine_by_hour(
+    zone: LandingZone, tmp_path: Path
+) -> None:
     batch = records(0, 0, 90, bad_every=10)  # one record a minute: spans two hours
     staged = land(zone, batch)
     assert (staged.records, staged.quarantined, staged.points) == (90, 9, 81 * 4)
-    name = "p00000-00000000000000000000-00000000000000000089.parquet"
+    name = file_stem(staged.chunk, staged.token) + ".parquet"
+    assert (tmp_path / "_commits" / (file_stem(staged.chunk, staged.token) + ".commit")).exists()
     assert files(tmp_path) == [
         f"datapoints/date=2025-11-22/hour=08/{name}",
         f"datapoints/date=2025-11-22/hour=09/{name}",
@@ -71,21 +86,19 @@ def test_committed_chunk_lands_raw_datapoints_and_quarantine_by_hour(tmp_path: P
     assert zone.recover() == {0: 90}
 
 
-def test_recover_drops_uncommitted_chunks_and_temp_files(tmp_path: Path) -> None:
-    zone = LandingZone(tmp_path, TOPIC, fsync=False)
-    zone.prepare()
+def test_recover_drops_uncommitted_chunks(zone: LandingZone, tmp_path: Path) -> None:
     land(zone, records(0, 0, 10))
     land(zone, records(1, 0, 5))
+    # a crash after a chunk's data files were written but before its marker
     staged = stage_records(str(tmp_path), TOPIC, False, "otlp_proto", records(0, 10, 10, bad_every=3))
-    # crash after the datapoint/quarantine files were renamed but before the raw file was
-    for staged_file in staged.files[:-1]:
-        staged_file.temp_path.replace(staged_file.final_path)
-    # and another chunk that only got as far as temp files
-    stage_records(str(tmp_path), TOPIC, False, "otlp_proto", records(1, 5, 5))
-    assert any(".tmp-" in path.name for path in tmp_path.rglob("*"))
+    # and a crash half-way through writing a data file (only possible on a local disk)
+    torn = tmp_path / "raw" / (file_stem(ChunkId(1, 5, 9), "0123456789ab") + ".parquet")
+    torn.write_bytes(b"PAR1 half a file")
+    assert len(files(tmp_path)) == 2 + 2 + len(staged.files) + 1
+    # readers never see either, before or after recovery
+    assert zone.read_table("raw").column("offset").to_pylist() == list(range(10)) + list(range(5))
     assert zone.recover() == {0: 10, 1: 5}
-    assert not any(".tmp-" in path.name for path in tmp_path.rglob("*"))
-    assert all("-00000000000000000019.parquet" not in name for name in files(tmp_path))
+    assert not torn.exists() and all(staged.token not in name for name in files(tmp_path))
     # landing the same offsets again with other chunk boundaries leaves exactly one copy of each
     land(zone, records(0, 10, 4))
     land(zone, records(0, 14, 6))
@@ -96,9 +109,7 @@ def test_recover_drops_uncommitted_chunks_and_temp_files(tmp_path: Path) -> None
     assert zone.recover() == {0: 20, 1: 5}
 
 
-def test_overlapping_raw_chunks_are_reported(tmp_path: Path) -> None:
-    zone = LandingZone(tmp_path, TOPIC, fsync=False)
-    zone.prepare()
+def test_overlapping_chunks_are_reported(zone: LandingZone) -> None:
     land(zone, records(0, 0, 10))
     land(zone, records(0, 5, 10))
     with pytest.raises(LandingError, match="overlap"):
@@ -116,6 +127,42 @@ def test_zone_belongs_to_one_topic_and_one_writer(tmp_path: Path) -> None:
         LandingZone(tmp_path, TOPIC).lock(),
     ):
         pass
+    with zone.lock():  # released: the next run takes it
+        pass
+
+
+def test_commit_without_the_lease_is_refused(tmp_path: Path) -> None:
+    zone = LandingZone(tmp_path, TOPIC, fsync=False)
+    zone.prepare()
+    staged = stage_records(str(tmp_path), TOPIC, False, "otlp_proto", records(0, 0, 3))
+    with pytest.raises(LandingError, match="without holding its lease"):
+        zone.commit(staged)
+    assert zone.committed() == set()
+
+
+def test_pre_marker_zone_is_adopted(tmp_path: Path) -> None:
+    """A zone landed before markers existed (raw file = commit) keeps its chunks."""
+    old = tmp_path / "raw" / (ChunkId(0, 0, 9).stem + ".parquet")
+    old.parent.mkdir(parents=True)
+    zone = LandingZone(tmp_path, TOPIC, fsync=False)
+    with zone.lock():
+        staged = stage_records(str(tmp_path), TOPIC, False, "otlp_proto", records(0, 0, 10))
+        (tmp_path / "raw" / (file_stem(staged.chunk, staged.token) + ".parquet")).rename(old)
+        zone.prepare()
+        assert zone.recover() == {0: 10}
+        assert zone.read_table("raw").num_rows == 10
+
+
+def test_a_dead_holder_on_this_host_does_not_block_the_next_run(tmp_path: Path) -> None:
+    """A SIGKILLed run leaves its claim; a claim whose process is gone is dead at once."""
+    script = (
+        "import os, sys; from airflow_provider_kip714.telemetry.landing_zone import LandingZone;"
+        f"z = LandingZone({str(tmp_path)!r}, {TOPIC!r}); z.lock().acquire(); os._exit(0)"
+    )
+    subprocess.run([sys.executable, "-c", script], check=True, timeout=120)
+    assert len(list((tmp_path / "_lease").iterdir())) == 1
+    with LandingZone(tmp_path, TOPIC).lock():
+        assert len(list((tmp_path / "_lease").iterdir())) == 1  # the dead claim was removed
 
 
 def test_partition_batch_keeps_each_header_set_once_and_stages(tmp_path: Path) -> None:
@@ -130,10 +177,11 @@ def test_partition_batch_keeps_each_header_set_once_and_stages(tmp_path: Path) -
     assert len(received.header_sets) == 2  # the client's header set and "no headers"
     assert received.records()[:30] == [record._replace(headers=tuple(record.headers)) for record in originals]
     zone = LandingZone(tmp_path, TOPIC, fsync=False)
-    zone.prepare()
-    staged = stage_batch(str(tmp_path), TOPIC, False, "otlp_proto", received)
-    zone.commit(staged)
+    with zone.lock():
+        zone.prepare()
+        staged = stage_batch(str(tmp_path), TOPIC, False, "otlp_proto", received)
+        zone.commit(staged)
     assert (staged.chunk, staged.records, staged.quarantined) == (ChunkId(2, 100, 130), 31, 1)
-    raw = pq.read_table(tmp_path / "raw" / staged.chunk.file_name)
+    raw = zone.read_table("raw")
     assert dict(raw.column("headers").to_pylist()[0]) == {k: v.decode() for k, v in client_headers()}
     assert raw.column("headers").to_pylist()[30] == []

@@ -13,7 +13,7 @@ import pytest
 
 from airflow_provider_kip714.report import build_report, report_url_path
 from airflow_provider_kip714.report.builder import PLOTS_DIR
-from airflow_provider_kip714.storage.data_root import Zone, troubleshoot_zone
+from airflow_provider_kip714.storage.data_root import RunArea, troubleshoot_area
 
 START = datetime(2026, 3, 1, 10, 0, tzinfo=UTC)
 BUCKETS = 12
@@ -77,8 +77,8 @@ def rollup_schema() -> pa.Schema:
     )
 
 
-def make_zone(root: Path, *, with_anomaly: bool = True, with_brokers: bool = True) -> Zone:
-    zone = Zone(root)
+def make_zone(root: Path, *, with_anomaly: bool = True, with_brokers: bool = True) -> RunArea:
+    zone = RunArea(root)
     rollups = []
     for index in range(BUCKETS):
         bucket = START + timedelta(seconds=BUCKET_S * index)
@@ -328,10 +328,10 @@ def test_window_keeps_a_breach_that_began_just_before_it(tmp_path: Path) -> None
 
 
 def test_empty_zone_renders_and_bad_budget_is_refused(tmp_path: Path) -> None:
-    result = build_report(Zone(tmp_path / "empty"))
+    result = build_report(RunArea(tmp_path / "empty"))
     assert result.clients == 0 and "No client telemetry" in Path(result.html_path).read_text()
     with pytest.raises(ValueError, match="max_plots: must be >= 0"):
-        build_report(Zone(tmp_path / "empty"), max_plots=-1)
+        build_report(RunArea(tmp_path / "empty"), max_plots=-1)
 
 
 def test_far_away_thresholds_are_listed_not_drawn() -> None:
@@ -345,5 +345,5 @@ def test_far_away_thresholds_are_listed_not_drawn() -> None:
 
 def test_report_url_matches_the_zone_folder_name(tmp_path: Path) -> None:
     run_id = "manual__2026-03-01T10:00:00+00:00"
-    zone = troubleshoot_zone(run_id, root=tmp_path)
+    zone = troubleshoot_area(run_id, root=tmp_path)
     assert report_url_path(run_id) == f"/kip714/reports/{zone.root.name}/report.html"

@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from airflow_provider_kip714.exceptions import SubscriptionValidationError
-from airflow_provider_kip714.storage.data_root import Zone
+from airflow_provider_kip714.storage.data_root import RunArea
 from airflow_provider_kip714.subscriptions.window_name import format_window_name
 from airflow_provider_kip714.troubleshooting.request import (
     THRESHOLD_FIELDS,
@@ -108,7 +108,7 @@ def test_form_threshold_fields_are_rule_fields_of_the_anomalies_app() -> None:
         assert normalise_metric_prefix(name) == normalise_metric_name(name)
 
 
-def write_rollup_names(zone: Zone, names: list[str]) -> None:
+def write_rollup_names(zone: RunArea, names: list[str]) -> None:
     folder = zone.table("rollups") / "date=2026-03-01" / "hour=10"
     folder.mkdir(parents=True)
     table = pa.table(
@@ -118,7 +118,7 @@ def write_rollup_names(zone: Zone, names: list[str]) -> None:
 
 
 def test_thresholds_become_one_rule_per_rolled_up_metric(tmp_path: Path) -> None:
-    zone = Zone(tmp_path)
+    zone = RunArea(tmp_path)
     write_rollup_names(
         zone, ["producer.record.queue.time.avg", "producer.record.queue.time.max", "consumer.x"]
     )

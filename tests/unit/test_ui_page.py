@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from airflow_provider_kip714.storage.data_root import DATA_DIR_ENV, scheduled_zone, troubleshoot_zone
+from airflow_provider_kip714.storage.data_root import DATA_DIR_ENV, scheduled_area, troubleshoot_area
 from airflow_provider_kip714.ui.app import create_app
 from tests.ui.analytics_data import land_analytics
 
@@ -71,7 +71,7 @@ def test_missing_connection_is_shown(client: TestClient, monkeypatch: pytest.Mon
 
 
 def test_landed_analytics_show_anomalies_clients_and_brokers(client: TestClient, data_dir: Path) -> None:
-    landed = land_analytics(scheduled_zone(data_dir).analytics)
+    landed = land_analytics(scheduled_area(data_dir).analytics)
     text = client.get("/").text
     assert "1 newest of 1." in text
     assert f'<td class="client_id ">{landed.client_id}</td>' in text
@@ -86,7 +86,7 @@ def test_landed_analytics_show_anomalies_clients_and_brokers(client: TestClient,
 
 
 def test_charts_are_png_images(client: TestClient, data_dir: Path) -> None:
-    landed = land_analytics(scheduled_zone(data_dir).analytics)
+    landed = land_analytics(scheduled_area(data_dir).analytics)
     chart = client.get(
         "/charts/client.png", params={"client": landed.client_instance_id, "metric": landed.metric_name}
     )
@@ -101,7 +101,7 @@ def test_charts_are_png_images(client: TestClient, data_dir: Path) -> None:
 
 
 def test_troubleshooting_zone_and_its_report(client: TestClient, data_dir: Path) -> None:
-    zone = troubleshoot_zone("manual__2026-11-22T08:00:00+00:00", data_dir)
+    zone = troubleshoot_area("manual__2026-11-22T08:00:00+00:00", data_dir)
     land_analytics(zone.analytics, client_id="payments-consumer")
     zone.report.mkdir(parents=True)
     (zone.report / "report.html").write_text("<h1>window report</h1><img src='latency.png'>")

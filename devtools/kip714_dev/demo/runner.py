@@ -25,7 +25,7 @@ from typing import Any
 
 from airflow_provider_kip714.exceptions import Kip714Error
 from airflow_provider_kip714.report.builder import build_report
-from airflow_provider_kip714.storage.data_root import DATA_DIR_ENV, scheduled_zone, troubleshoot_zones
+from airflow_provider_kip714.storage.data_root import DATA_DIR_ENV, scheduled_area, troubleshoot_areas
 from airflow_provider_kip714.subscriptions.admin import ClientMetricsAdmin
 from airflow_provider_kip714.subscriptions.kafka_python_config import to_kafka_python_kwargs
 from airflow_provider_kip714.subscriptions.model import Subscription, parse_match
@@ -278,13 +278,13 @@ def run_demo(settings: DemoSettings) -> int:
                 hour += timedelta(hours=1)
 
         with steps.step("Results"):
-            zones = troubleshoot_zones(data_dir)
+            zones = troubleshoot_areas(data_dir)
             report = zones[0].report / "report.html" if zones else None
             if report is None or not report.is_file():
                 raise Kip714Error(f"no troubleshooting report under {data_dir / 'troubleshoot'}")
             print(f"  Troubleshooting report: {report}")
             fleet_report = build_report(
-                scheduled_zone(),
+                scheduled_area(),
                 title="KIP-714 fleet report (kip714_rollups)",
                 window=(fleet_started, datetime.now(UTC)),
             )
@@ -294,7 +294,7 @@ def run_demo(settings: DemoSettings) -> int:
             )
             for zone_name, zone in (
                 ("troubleshooting window", zones[0]),
-                ("hourly rollups", scheduled_zone()),
+                ("hourly rollups", scheduled_area()),
             ):
                 lines = anomaly_lines(zone)
                 print(f"  Anomalies in the {zone_name} ({len(lines)}):")

@@ -9,7 +9,7 @@ import pyarrow.dataset as ds
 from confluent_kafka import Consumer, TopicPartition
 
 from airflow_provider_kip714.contract.topic import DEFAULT_TELEMETRY_TOPIC, Header, RecordType
-from airflow_provider_kip714.storage.data_root import Zone
+from airflow_provider_kip714.storage.data_root import RunArea
 
 
 def telemetry_seen(bootstrap: str, since: datetime, topic: str = DEFAULT_TELEMETRY_TOPIC) -> set[str]:
@@ -53,7 +53,7 @@ def telemetry_seen(bootstrap: str, since: datetime, topic: str = DEFAULT_TELEMET
     return seen
 
 
-def anomaly_lines(zone: Zone) -> list[str]:
+def anomaly_lines(zone: RunArea) -> list[str]:
     """One readable line per anomaly, most severe and longest first."""
     path = zone.table("anomalies")
     if not path.is_dir() or not any(path.rglob("*.parquet")):
