@@ -11,7 +11,7 @@ from pathlib import Path
 import pandas as pd
 import pyarrow.dataset as ds
 
-from airflow_provider_kip714.storage.data_root import Zone
+from airflow_provider_kip714.storage.data_root import RunArea
 
 MAP_COLUMNS = ("attributes", "resource_attributes")
 
@@ -43,6 +43,6 @@ def read_table(folder: Path) -> pd.DataFrame:
     return frame
 
 
-def read_zone_table(zone: Zone, name: str) -> pd.DataFrame:
+def read_zone_table(zone: RunArea, name: str) -> pd.DataFrame:
     """One analytics table of a zone (``rollups``, ``thresholds``, ``anomalies``, ``broker_metrics``, ...)."""
     return read_table(zone.table(name))
