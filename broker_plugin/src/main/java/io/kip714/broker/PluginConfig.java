@@ -33,6 +33,7 @@ final class PluginConfig extends AbstractConfig {
     static final String TOPIC_CREATE = PREFIX + "topic.create";
     static final String TOPIC_PARTITIONS = PREFIX + "topic.partitions";
     static final String TOPIC_REPLICATION_FACTOR = PREFIX + "topic.replication.factor";
+    static final String TOPIC_MIN_INSYNC_REPLICAS = PREFIX + "topic.min.insync.replicas";
     static final String CLOSE_TIMEOUT_MS = PREFIX + "close.timeout.ms";
 
     static final ConfigDef CONFIG_DEF = new ConfigDef()
@@ -55,7 +56,11 @@ final class PluginConfig extends AbstractConfig {
         .define(TOPIC_PARTITIONS, Type.INT, -1, ConfigValidators.minusOneOrBetween(1, 100_000), Importance.LOW,
             "Partitions when the plugin creates the topic; -1: the broker's num.partitions.")
         .define(TOPIC_REPLICATION_FACTOR, Type.INT, -1, ConfigValidators.minusOneOrBetween(1, Short.MAX_VALUE),
-            Importance.MEDIUM, "Replication factor when the plugin creates the topic; -1: the broker default.")
+            Importance.MEDIUM, "Replication factor when the plugin creates the topic; -1: min(3, live brokers "
+                + "seen by the admin client's describeCluster at creation time).")
+        .define(TOPIC_MIN_INSYNC_REPLICAS, Type.INT, -1, ConfigValidators.minusOneOrBetween(1, Short.MAX_VALUE),
+            Importance.MEDIUM, "min.insync.replicas topic config when the plugin creates the topic; -1: the "
+                + "replication factor minus 1 when it is 2 or more, else 1.")
         .define(CLOSE_TIMEOUT_MS, Type.LONG, 1_000L, ConfigValidators.between(0, 600_000), Importance.LOW,
             "How long broker shutdown waits for records already handed to the producer, in ms.");
 
@@ -71,6 +76,7 @@ final class PluginConfig extends AbstractConfig {
     final boolean topicCreate;
     final int topicPartitions;
     final int topicReplicationFactor;
+    final int topicMinInsyncReplicas;
     final long closeTimeoutMs;
     final String nodeId;
 
@@ -84,6 +90,11 @@ final class PluginConfig extends AbstractConfig {
         topicCreate = getBoolean(TOPIC_CREATE);
         topicPartitions = getInt(TOPIC_PARTITIONS);
         topicReplicationFactor = getInt(TOPIC_REPLICATION_FACTOR);
+        topicMinInsyncReplicas = getInt(TOPIC_MIN_INSYNC_REPLICAS);
+        if (topicReplicationFactor > 0 && topicMinInsyncReplicas > topicReplicationFactor) {
+            throw new ConfigException(TOPIC_MIN_INSYNC_REPLICAS, topicMinInsyncReplicas,
+                "must not exceed " + TOPIC_REPLICATION_FACTOR + " (" + topicReplicationFactor + ")");
+        }
         closeTimeoutMs = getLong(CLOSE_TIMEOUT_MS);
         String node = OwnListener.text(configs, "node.id");
         nodeId = node.isEmpty() ? OwnListener.text(configs, "broker.id") : node;

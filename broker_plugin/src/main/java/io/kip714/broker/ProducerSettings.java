@@ -27,10 +27,24 @@ final class ProducerSettings {
         props.put(ProducerConfig.REQUEST_TIMEOUT_MS_CONFIG, 15_000);
         // The plugin's own producer must not push its telemetry back into the topic.
         props.put("enable.metrics.push", false);
+        // Durable by default: a record counts as written once every in-sync replica has it, and
+        // retries after a leader change write it once.
+        props.put(ProducerConfig.ACKS_CONFIG, "all");
+        props.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, true);
         props.putAll(config.producerOverrides);
+        if (!config.producerOverrides.containsKey(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG) && !acksAll(props)) {
+            // An explicit enable.idempotence=true with acks 0/1 would not build; the client's own
+            // default then turns idempotence off.
+            props.remove(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG);
+        }
         props.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class.getName());
         props.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class.getName());
         return props;
+    }
+
+    private static boolean acksAll(Map<String, Object> props) {
+        String acks = String.valueOf(props.get(ProducerConfig.ACKS_CONFIG)).trim();
+        return acks.equals("all") || acks.equals("-1");
     }
 
     /** The producer's connection and security settings, as the admin client understands them. */

@@ -33,6 +33,7 @@ final class TelemetrySender {
     private final PluginStats stats;
     private final Function<Map<String, Object>, Producer<byte[], byte[]>> producerFactory;
     private final Sleeper sleeper;
+    private final LongSupplier clockMs;
     private final LogRateLimiter buildErrorLog;
     private final LogRateLimiter oversizedLog;
     private final AtomicLong oversizedWarnings = new AtomicLong();
@@ -53,6 +54,7 @@ final class TelemetrySender {
         this.stats = stats;
         this.producerFactory = producerFactory;
         this.sleeper = sleeper != null ? sleeper : this::waitUnlessStopping;
+        this.clockMs = clockMs;
         this.buildErrorLog = new LogRateLimiter(ERROR_LOG_INTERVAL_MS, clockMs);
         this.oversizedLog = new LogRateLimiter(OVERSIZED_LOG_INTERVAL_MS, clockMs);
         this.maxRequestSize = ProducerSettings.producer(config).getOrDefault("max.request.size", 1_048_576);
@@ -99,7 +101,8 @@ final class TelemetrySender {
         try {
             producer = buildWithBackoff();
             if (producer != null && config.topicCreate && running) {
-                new TopicCreator(config, ProducerSettings.admin(config), () -> running, sleeper).ensureTopic();
+                new TopicCreator(config, () -> TopicCreator.kafkaAdmin(ProducerSettings.admin(config)), () -> running,
+                    sleeper, clockMs).ensureTopic();
             }
             if (producer != null) {
                 sendLoop(producer);

@@ -2,6 +2,8 @@ package io.kip714.broker;
 
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.NewTopic;
+import org.apache.kafka.common.config.TopicConfig;
+import org.apache.kafka.common.errors.InvalidReplicationFactorException;
 import org.apache.kafka.common.errors.RetriableException;
 import org.apache.kafka.common.errors.TopicExistsException;
 import org.slf4j.Logger;
@@ -13,45 +15,96 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.ExecutionException;
 import java.util.function.BooleanSupplier;
+import java.util.function.LongSupplier;
+import java.util.function.Supplier;
 
 /**
- * Creates the telemetry topic when missing, on the sender thread before the first send. Retries
- * while the cluster is still starting, for at most {@link #PATIENCE_MS}; gives up (and sends
- * anyway) sooner on an error retrying cannot fix, such as a missing CREATE permission.
+ * Creates the telemetry topic when missing, on the sender thread before the first send, with a
+ * replication factor of min(3, live brokers) and min.insync.replicas one below it unless
+ * configured. Retries while the cluster is still starting (or has fewer brokers than an explicit
+ * replication factor), for at most {@link #PATIENCE_MS}; gives up (and sends anyway) sooner on an
+ * error retrying cannot fix, such as a missing CREATE permission.
  */
 final class TopicCreator {
     private static final Logger log = LoggerFactory.getLogger(TopicCreator.class);
     static final long PATIENCE_MS = 60_000L;
     static final long RETRY_MS = 1_000L;
+    static final int MAX_AUTOMATIC_REPLICATION_FACTOR = 3;
+
+    /** The two admin calls the creator needs; a seam for tests. */
+    interface TopicAdmin extends AutoCloseable {
+        int liveBrokers() throws InterruptedException, ExecutionException;
+
+        void createTopic(NewTopic topic) throws InterruptedException, ExecutionException;
+
+        @Override
+        void close();
+    }
 
     private final PluginConfig config;
-    private final Map<String, Object> adminProps;
+    private final Supplier<TopicAdmin> adminFactory;
     private final BooleanSupplier running;
     private final Sleeper sleeper;
+    private final LongSupplier clockMs;
 
-    TopicCreator(PluginConfig config, Map<String, Object> adminProps, BooleanSupplier running, Sleeper sleeper) {
+    TopicCreator(PluginConfig config, Supplier<TopicAdmin> adminFactory, BooleanSupplier running, Sleeper sleeper,
+                 LongSupplier clockMs) {
         this.config = config;
-        this.adminProps = adminProps;
+        this.adminFactory = adminFactory;
         this.running = running;
         this.sleeper = sleeper;
+        this.clockMs = clockMs;
+    }
+
+    /** The real admin client, with the producer's connection and security settings. */
+    static TopicAdmin kafkaAdmin(Map<String, Object> adminProps) {
+        Admin admin = Admin.create(adminProps);
+        return new TopicAdmin() {
+            @Override
+            public int liveBrokers() throws InterruptedException, ExecutionException {
+                return admin.describeCluster().nodes().get().size();
+            }
+
+            @Override
+            public void createTopic(NewTopic topic) throws InterruptedException, ExecutionException {
+                admin.createTopics(List.of(topic)).all().get();
+            }
+
+            @Override
+            public void close() {
+                admin.close(Duration.ZERO);
+            }
+        };
+    }
+
+    static short replicationFactor(int configured, int liveBrokers) {
+        if (configured > 0) {
+            return (short) configured;
+        }
+        return (short) Math.max(1, Math.min(MAX_AUTOMATIC_REPLICATION_FACTOR, liveBrokers));
+    }
+
+    /** Configured (at most the replication factor), else one below the replication factor, at least 1. */
+    static int minInsyncReplicas(int configured, short replicationFactor) {
+        if (configured > 0) {
+            return Math.min(configured, replicationFactor);
+        }
+        return replicationFactor >= 2 ? replicationFactor - 1 : 1;
     }
 
     /** Returns when the topic exists, creating it failed for good, or the plugin is stopping. */
     void ensureTopic() {
-        Optional<Integer> partitions = config.topicPartitions > 0 ? Optional.of(config.topicPartitions) : Optional.empty();
-        Optional<Short> replication = config.topicReplicationFactor > 0
-            ? Optional.of((short) config.topicReplicationFactor) : Optional.empty();
-        long giveUpAt = System.currentTimeMillis() + PATIENCE_MS;
-        Admin admin = null;
+        long giveUpAt = clockMs.getAsLong() + PATIENCE_MS;
+        TopicAdmin admin = null;
         try {
-            admin = Admin.create(adminProps);
+            admin = adminFactory.get();
             while (running.getAsBoolean()) {
-                if (System.currentTimeMillis() > giveUpAt) {
+                if (clockMs.getAsLong() > giveUpAt) {
                     log.warn("kip714 telemetry plugin gave up creating topic {} after {} ms; sending anyway",
                         config.topic, PATIENCE_MS);
                     return;
                 }
-                if (tryCreate(admin, new NewTopic(config.topic, partitions, replication))) {
+                if (tryCreate(admin)) {
                     return;
                 }
                 sleeper.sleep(RETRY_MS);
@@ -62,28 +115,50 @@ final class TopicCreator {
             log.warn("kip714 telemetry plugin could not check topic {}; sending anyway", config.topic, e);
         } finally {
             if (admin != null) {
-                admin.close(Duration.ZERO);
+                admin.close();
             }
         }
     }
 
     /** True when done (created, exists, or failed for good); false to try again. */
-    private boolean tryCreate(Admin admin, NewTopic topic) throws InterruptedException {
+    private boolean tryCreate(TopicAdmin admin) throws InterruptedException {
         try {
-            admin.createTopics(List.of(topic)).all().get();
-            log.info("kip714 telemetry plugin created topic {}", config.topic);
+            int liveBrokers = config.topicReplicationFactor > 0 ? -1 : admin.liveBrokers();
+            NewTopic topic = newTopic(liveBrokers);
+            admin.createTopic(topic);
+            log.info("kip714 telemetry plugin created topic {}: replication factor {}{}, {}, partitions {}",
+                config.topic, topic.replicationFactor(), liveBrokers < 0 ? "" : " (" + liveBrokers + " live brokers)",
+                topic.configs(), topic.numPartitions() < 0 ? "broker default" : topic.numPartitions());
             return true;
         } catch (ExecutionException e) {
             Throwable cause = e.getCause();
             if (cause instanceof TopicExistsException) {
                 return true;
             }
-            if (!(cause instanceof RetriableException)) {
+            if (!(cause instanceof RetriableException) && !(cause instanceof InvalidReplicationFactorException)) {
                 log.warn("kip714 telemetry plugin could not create topic {}; sending anyway", config.topic, cause);
                 return true;
             }
             log.info("kip714 telemetry plugin waiting for the cluster to create topic {}: {}", config.topic, cause.toString());
             return false;
         }
+    }
+
+    NewTopic newTopic(int liveBrokers) {
+        short replication = replicationFactor(config.topicReplicationFactor, liveBrokers);
+        int minInsync = minInsyncReplicas(config.topicMinInsyncReplicas, replication);
+        if (config.topicMinInsyncReplicas > replication) {
+            log.warn("kip714 telemetry plugin creates topic {} with min.insync.replicas {}, not the configured {}: "
+                + "only {} live brokers, so the replication factor is {}", config.topic, minInsync,
+                config.topicMinInsyncReplicas, liveBrokers, replication);
+        }
+        if (config.topicReplicationFactor <= 0 && replication < MAX_AUTOMATIC_REPLICATION_FACTOR) {
+            log.warn("kip714 telemetry plugin creates topic {} with replication factor {}: only {} live brokers were "
+                + "seen; set {} or create the topic yourself on a larger cluster", config.topic, replication,
+                liveBrokers, PluginConfig.TOPIC_REPLICATION_FACTOR);
+        }
+        Optional<Integer> partitions = config.topicPartitions > 0 ? Optional.of(config.topicPartitions) : Optional.empty();
+        return new NewTopic(config.topic, partitions, Optional.of(replication))
+            .configs(Map.of(TopicConfig.MIN_IN_SYNC_REPLICAS_CONFIG, String.valueOf(minInsync)));
     }
 }

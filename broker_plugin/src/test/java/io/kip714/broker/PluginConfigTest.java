@@ -95,6 +95,7 @@ class PluginConfigTest {
         Map.entry("kip714.topic.create", true),
         Map.entry("kip714.topic.partitions", -1),
         Map.entry("kip714.topic.replication.factor", -1),
+        Map.entry("kip714.topic.min.insync.replicas", -1),
         Map.entry("kip714.close.timeout.ms", 1_000L));
 
     @Test
@@ -123,6 +124,7 @@ class PluginConfigTest {
         invalid.put("kip714.topic.create", "maybe");
         invalid.put("kip714.topic.partitions", "0");
         invalid.put("kip714.topic.replication.factor", "-2");
+        invalid.put("kip714.topic.min.insync.replicas", "0");
         invalid.put("kip714.close.timeout.ms", "-1");
         for (Map.Entry<String, Object> entry : invalid.entrySet()) {
             Map<String, Object> configs = kraftBroker();
