@@ -1,0 +1,92 @@
+//! The Python module `kip714_native`: column buffers as a dict of bytes.
+
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict, PyList};
+
+use crate::text::{MapColumn, StringColumn};
+
+fn as_bytes<T: Copy>(values: &[T]) -> &[u8] {
+    // SAFETY: plain-old-data numbers viewed as their native-endian bytes, same length in bytes.
+    unsafe {
+        std::slice::from_raw_parts(values.as_ptr().cast::<u8>(), std::mem::size_of_val(values))
+    }
+}
+
+fn put<'py>(dict: &Bound<'py, PyDict>, name: &str, bytes: &[u8]) -> PyResult<()> {
+    dict.set_item(name, PyBytes::new(dict.py(), bytes))
+}
+
+fn put_strings<'py>(dict: &Bound<'py, PyDict>, name: &str, column: &StringColumn) -> PyResult<()> {
+    put(dict, &format!("{name}.offsets"), as_bytes(&column.offsets))?;
+    put(dict, &format!("{name}.data"), &column.data)?;
+    put(dict, &format!("{name}.valid"), &column.valid)
+}
+
+fn put_map<'py>(dict: &Bound<'py, PyDict>, name: &str, column: &MapColumn) -> PyResult<()> {
+    put(dict, &format!("{name}.offsets"), as_bytes(&column.offsets))?;
+    put_strings(dict, &format!("{name}.keys"), &column.keys)?;
+    put_strings(dict, &format!("{name}.values"), &column.values)
+}
+
+/// Decode a list of record values (bytes or None) into column buffers.
+///
+/// Returns a dict of little-endian buffers named `<column>` or `<column>.offsets|data|valid|keys...`;
+/// `status` has one byte per record: 0 decoded here, 1 for the Python decoder. The GIL is released
+/// while decoding, so landing threads decode in parallel.
+#[pyfunction]
+fn decode_metrics<'py>(
+    py: Python<'py>,
+    values: &Bound<'py, PyList>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let owned: Vec<Option<Py<PyBytes>>> = values
+        .iter()
+        .map(|item| item.downcast_into::<PyBytes>().ok().map(Bound::unbind))
+        .collect();
+    let slices: Vec<Option<&[u8]>> = owned
+        .iter()
+        .map(|item| item.as_ref().map(|bytes| bytes.as_bytes(py)))
+        .collect();
+    let columns = py.allow_threads(|| crate::decode::decode_values(&slices));
+    let dict = PyDict::new(py);
+    put(&dict, "status", &columns.status)?;
+    put(
+        &dict,
+        "points_per_record",
+        as_bytes(&columns.points_per_record),
+    )?;
+    put(&dict, "point_record", as_bytes(&columns.point_record))?;
+    put(&dict, "point_scope", as_bytes(&columns.point_scope))?;
+    put(&dict, "point_metric", as_bytes(&columns.point_metric))?;
+    put(&dict, "start_time", as_bytes(&columns.start_time))?;
+    put(&dict, "time", as_bytes(&columns.time))?;
+    put(&dict, "value", as_bytes(&columns.value))?;
+    put(&dict, "value_int", as_bytes(&columns.value_int))?;
+    put(&dict, "value_int.valid", &columns.value_int_valid)?;
+    put(&dict, "flags", as_bytes(&columns.flags))?;
+    put_map(&dict, "attributes", &columns.attributes)?;
+    put(&dict, "scope_record", as_bytes(&columns.scope_record))?;
+    put_map(&dict, "resource_attributes", &columns.resource_attributes)?;
+    put_strings(&dict, "scope_name", &columns.scope_name)?;
+    put_strings(&dict, "scope_version", &columns.scope_version)?;
+    put_map(&dict, "scope_attributes", &columns.scope_attributes)?;
+    put_strings(&dict, "metric_name", &columns.metric_name)?;
+    put_strings(&dict, "metric_unit", &columns.metric_unit)?;
+    put(&dict, "metric_kind", &columns.metric_kind)?;
+    put(&dict, "temporality", &columns.temporality)?;
+    put(&dict, "is_monotonic", &columns.is_monotonic)?;
+    Ok(dict)
+}
+
+/// Python's float repr as this module writes it (exposed so tests can compare with `repr`).
+#[pyfunction]
+fn python_float_repr(number: f64) -> String {
+    crate::text::python_float_repr(number)
+}
+
+#[pymodule]
+fn kip714_native(module: &Bound<'_, PyModule>) -> PyResult<()> {
+    module.add_function(wrap_pyfunction!(decode_metrics, module)?)?;
+    module.add_function(wrap_pyfunction!(python_float_repr, module)?)?;
+    module.add("FORMAT_VERSION", 1)?;
+    Ok(())
+}
