@@ -18,7 +18,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
-from kip714_common.cli import base_parser, parse_common, run_main
+from kip714_common.cli import CommonArgs, base_parser, parse_common, run_main
 from kip714_common.landing import read_datapoints
 from kip714_common.outputs import RunSummary, summarise_written, write_table
 from kip714_common.rollup import date_hour_columns
@@ -66,11 +66,18 @@ def capabilities_frame(points: DataFrame) -> DataFrame:
     )
 
 
+def build_parser():  # type: ignore[no-untyped-def]
+    return base_parser("KIP-714 capabilities: the metrics each client library pushes.")
+
+
+def check_args(argv: Sequence[str] | None) -> CommonArgs:
+    """Validate the flags before Spark starts (the pipeline checks every step's flags first)."""
+    return parse_common(build_parser(), argv)[1]
+
+
 def run(argv: Sequence[str] | None = None, spark: SparkSession | None = None) -> RunSummary:
     """Parse ``argv``, list each library's metrics in the interval, write them; returns the summary."""
-    _, common = parse_common(
-        base_parser("KIP-714 capabilities: the metrics each client library pushes."), argv
-    )
+    common = check_args(argv)
     spark = configure(spark) if spark is not None else get_session(APP_NAME)
     interval = common.interval
     # no counter lookback: a metric pushed only before --start is not a capability seen in the interval

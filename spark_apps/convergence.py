@@ -18,8 +18,16 @@ from collections.abc import Sequence
 from datetime import timedelta
 from functools import reduce
 
-from kip714_common.cli import Interval, base_parser, parse_common, parse_duration_seconds, run_main
+from kip714_common.cli import (
+    CommonArgs,
+    Interval,
+    base_parser,
+    parse_common,
+    parse_duration_seconds,
+    run_main,
+)
 from kip714_common.convergence import WindowSpec, load_windows, window_rows, with_shares
+from kip714_common.errors import SparkAppInputError
 from kip714_common.landing import read_datapoints
 from kip714_common.outputs import RunSummary, summarise_written, write_table
 from kip714_common.rollup import date_hour_columns
@@ -31,7 +39,7 @@ from pyspark.sql import functions as F
 
 def build_parser():  # type: ignore[no-untyped-def]
     parser = base_parser("KIP-714 subscription convergence per window and client.")
-    parser.add_argument("--windows", required=True, help="JSON file: [{name, subscribed_at, metrics, match}]")
+    parser.add_argument("--windows", default=None, help="JSON file: [{name, subscribed_at, metrics, match}]")
     parser.add_argument(
         "--seen-lookback",
         default="10m",
@@ -59,11 +67,19 @@ def convergence_frame(client_points: DataFrame, windows: list[WindowSpec], inter
     )
 
 
-def run(argv: Sequence[str] | None = None, spark: SparkSession | None = None) -> RunSummary:
-    """Parse ``argv``, compute each window's convergence, write it; returns (and prints) the summary."""
+def check_args(argv: Sequence[str] | None) -> tuple[CommonArgs, list[WindowSpec], timedelta]:
+    """Validate the flags and the windows file before Spark starts."""
     namespace, common = parse_common(build_parser(), argv)
+    if not namespace.windows:
+        raise SparkAppInputError("--windows", "is required: a JSON file listing the windows to follow")
     windows = load_windows(namespace.windows)
     lookback = timedelta(seconds=parse_duration_seconds("--seen-lookback", namespace.seen_lookback))
+    return common, windows, lookback
+
+
+def run(argv: Sequence[str] | None = None, spark: SparkSession | None = None) -> RunSummary:
+    """Parse ``argv``, compute each window's convergence, write it; returns (and prints) the summary."""
+    common, windows, lookback = check_args(argv)
     spark = configure(spark) if spark is not None else get_session(APP_NAME)
     interval = common.interval
     read_start = min([interval.start, *(w.subscribed_at - lookback for w in windows)])

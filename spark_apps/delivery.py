@@ -19,7 +19,7 @@ import sys
 from collections.abc import Sequence
 from datetime import datetime
 
-from kip714_common.cli import Interval, base_parser, make_interval, parse_common, run_main
+from kip714_common.cli import CommonArgs, Interval, base_parser, make_interval, parse_common, run_main
 from kip714_common.delivery import (
     GAP_AFTER,
     HOUR,
@@ -161,9 +161,18 @@ def delivery_frame(points: LandedPoints, interval: Interval, read_start: datetim
     return instance_rows(pushes, rolled, interval).unionByName(unseen_rows(points.frame, pushes, interval))
 
 
+def build_parser():  # type: ignore[no-untyped-def]
+    return base_parser("KIP-714 delivery health: expected against landed pushes.")
+
+
+def check_args(argv: Sequence[str] | None) -> CommonArgs:
+    """Validate the flags before Spark starts (the pipeline checks every step's flags first)."""
+    return parse_common(build_parser(), argv)[1]
+
+
 def run(argv: Sequence[str] | None = None, spark: SparkSession | None = None) -> RunSummary:
     """Parse ``argv``, compute delivery health, write it; returns (and prints) the summary."""
-    _, common = parse_common(base_parser("KIP-714 delivery health: expected against landed pushes."), argv)
+    common = check_args(argv)
     spark = configure(spark) if spark is not None else get_session(APP_NAME)
     interval = common.interval
     points = read_datapoints(spark, common.input, common.read_start, interval.end, common.metric_aliases)
