@@ -1,10 +1,13 @@
 """Which Kafka connections the scheduled DAGs use, from the environment of the DAG processor.
 
 The scheduled DAGs (``kip714_rollups``, ``kip714_reaper``) have no form, so their connection comes
-from ``KIP714_KAFKA_CONN_ID`` (default ``kafka_default``). The reaper sweeps every cluster that
-troubleshooting windows may be opened on: ``KIP714_REAPER_CONN_IDS`` (comma separated; default: the
-scheduled connection). Environment variables, not Airflow Variables: DAG files are parsed often and
-must not query the metadata database at parse time.
+from ``KIP714_KAFKA_CONN_ID`` (default ``kafka_default``). The reaper sweeps every cluster a window was
+ever opened on: the connections in ``KIP714_REAPER_CONN_IDS`` (comma separated; default: the
+scheduled connection), plus every connection an operator opened a window on, which the operator
+records as the Airflow Variable ``kip714_window_conn__<conn_id>`` *before* it calls the broker (so a
+create whose task then dies is still swept). The DAG file reads only the environment (DAG files are
+parsed often and must not query the metadata database at parse time); the recorded connections are
+read by the reaper's first task, at run time.
 """
 
 from __future__ import annotations
@@ -44,10 +47,51 @@ def reaper_conn_ids(environ: Mapping[str, str] = os.environ) -> list[str]:
     return list(dict.fromkeys(_checked(conn_id, REAPER_CONN_IDS_ENV) for conn_id in listed))
 
 
+WINDOW_CONN_VARIABLE_PREFIX: Final = "kip714_window_conn__"
+
+
+def record_window_cluster(conn_id: str, environ: Mapping[str, str] = os.environ) -> bool:
+    """Make sure ``kip714_reaper`` sweeps ``conn_id``; call before opening a window on it.
+
+    Returns True when a Variable was written (False: the environment already lists the connection).
+    Raises ``Kip714Error`` when it cannot be recorded: then no window may be opened.
+    """
+    conn_id = _checked(conn_id, "kafka_config_id")
+    if conn_id in reaper_conn_ids(environ):
+        return False
+    from airflow.sdk import Variable
+
+    key = f"{WINDOW_CONN_VARIABLE_PREFIX}{conn_id}"
+    try:
+        if Variable.get(key, default=None) == conn_id:
+            return False
+        Variable.set(key, conn_id, description="kip714_reaper sweeps this connection (a window was opened)")
+    except Exception as err:
+        raise Kip714Error(
+            f"kafka_config_id: cannot record {conn_id!r} for the reaper ({err}); not opening a window"
+        ) from err
+    return True
+
+
+def window_cluster_conn_ids(environ: Mapping[str, str] = os.environ) -> list[str]:
+    """Every connection the reaper sweeps: the environment's list, then every recorded one (run time)."""
+    from airflow.sdk import Variable
+
+    recorded = [
+        key.removeprefix(WINDOW_CONN_VARIABLE_PREFIX)
+        for key in Variable.keys(prefix=WINDOW_CONN_VARIABLE_PREFIX)
+        if _CONN_ID.fullmatch(key.removeprefix(WINDOW_CONN_VARIABLE_PREFIX))
+    ]
+    return list(dict.fromkeys([*reaper_conn_ids(environ), *sorted(recorded)]))
+
+
 __all__ = [
     "DEFAULT_KAFKA_CONN_ID",
     "KAFKA_CONN_ENV",
     "REAPER_CONN_IDS_ENV",
+    "WINDOW_CONN_VARIABLE_PREFIX",
     "reaper_conn_ids",
+    "record_window_cluster",
     "scheduled_kafka_conn_id",
+    "window_cluster_conn_ids",
 ]

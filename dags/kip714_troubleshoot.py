@@ -26,46 +26,16 @@ from airflow_provider_kip714.operators.report import TroubleshootingReportOperat
 from airflow_provider_kip714.sensors.telemetry_arrival import ClientTelemetryArrivalSensor
 from airflow_provider_kip714.spark.jobs import SPARK_MACROS, spark_app_operator
 from airflow_provider_kip714.storage.data_root import troubleshoot_area
-from airflow_provider_kip714.troubleshooting.request import (
-    TroubleshootingRequest,
-    WindowBounds,
-    check_subscription_gone,
-    land_window,
-    troubleshoot_params,
-    write_window_rules,
-)
+from airflow_provider_kip714.troubleshooting.form import troubleshoot_params
+from airflow_provider_kip714.troubleshooting.request import TroubleshootingRequest
+from airflow_provider_kip714.troubleshooting.rules import write_window_rules
+from airflow_provider_kip714.troubleshooting.window import WindowBounds, check_subscription_gone, land_window
 from spark_apps.package import DEFAULT_RULES
 
 LANDED = "ti.xcom_pull(task_ids='land_window')"
-SUBSCRIPTION = "{{ ti.xcom_pull(task_ids='open_subscription') }}"
+WINDOW = "ti.xcom_pull(task_ids='open_subscription')"
+SUBSCRIPTION = "{{ " + WINDOW + "['name'] }}"
 KAFKA_CONN = "{{ params.kafka_config_id }}"
-
-
-class WindowArrivalSensor(ClientTelemetryArrivalSensor):
-    """The arrival sensor, bounded by the window (its length and the client count are run Params)."""
-
-    def _from_params(self, context: Any) -> None:
-        self.timeout = float(context["params"]["window_seconds"])
-        self.min_clients = int(context["params"]["min_clients"])
-
-    def execute(self, context: Any) -> Any:
-        self._from_params(context)
-        self.log.info(
-            "Waiting up to %.0f s (the window) for pushes from %d client(s)", self.timeout, self.min_clients
-        )
-        return super().execute(context)
-
-    def execute_complete(self, context: Any, event: dict[str, Any] | None = None) -> dict[str, Any]:
-        self._from_params(context)
-        result = super().execute_complete(context, event)
-        requested_at = context["ti"].xcom_pull(task_ids="validate_request", key="requested_at")
-        waited = (datetime.now(UTC) - datetime.fromisoformat(requested_at)).total_seconds()
-        self.log.info(
-            "First pushes from %d client(s) arrived; waited %.1f s since the request",
-            len(result["clients"]),
-            waited,
-        )
-        return result
 
 
 with DAG(
@@ -109,21 +79,22 @@ with DAG(
         match=validated["match"],
     )
 
-    wait_for_pushes = WindowArrivalSensor(
+    wait_for_pushes = ClientTelemetryArrivalSensor(
         task_id="wait_for_pushes",
         kafka_config_id=KAFKA_CONN,
         subscription_name=SUBSCRIPTION,
         since="{{ ti.xcom_pull(task_ids='validate_request', key='requested_at') }}",
+        min_clients="{{ params.min_clients }}",
+        timeout="{{ params.window_seconds }}",  # wait at most the window
         poke_interval=2,
     )
 
     @task
-    def land(subscription_name: str) -> dict[str, Any]:
-        """Land the topic while the window lasts; logs records and points landed."""
+    def land(window: dict[str, Any]) -> dict[str, Any]:
+        """Land the topic while the window lasts (bounds from ``open_subscription``); logs what landed."""
         context = get_current_context()
         request = TroubleshootingRequest.from_params(context["params"])
-        bounds = WindowBounds.of_subscription(subscription_name, request.window_seconds)
-        return land_window(request, troubleshoot_area(context["run_id"]), bounds)
+        return land_window(request, troubleshoot_area(context["run_id"]), WindowBounds.of_xcom(window))
 
     landed = land.override(task_id="land_window")(open_subscription.output)
 
@@ -132,11 +103,10 @@ with DAG(
     )
 
     @task
-    def check_subscription_is_gone(subscription_name: str) -> list[str]:
+    def check_subscription_is_gone(window: dict[str, Any]) -> list[str]:
         """Verify the cluster no longer has this run's subscription."""
-        kafka_config_id = get_current_context()["params"]["kafka_config_id"]
-        remaining = check_subscription_gone(kafka_config_id, subscription_name)
-        print(f"Subscription {subscription_name} is gone; kip714 windows left: {remaining or 'none'}")
+        remaining = check_subscription_gone(window["kafka_config_id"], window["name"])
+        print(f"Subscription {window['name']} is gone; kip714 windows left: {remaining or 'none'}")
         return remaining
 
     verify = check_subscription_is_gone.override(task_id="check_subscription_gone")(open_subscription.output)

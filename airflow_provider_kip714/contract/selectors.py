@@ -19,7 +19,7 @@ from typing import Final
 from airflow_provider_kip714.contract.instance_id import to_kafka_form
 from airflow_provider_kip714.contract.topic import Header
 from airflow_provider_kip714.exceptions import SubscriptionValidationError
-from spark_apps.kip714_common.selectors import RULE_SELECTORS, SELECTORS, whole_value_pattern
+from spark_apps.kip714_common.selectors import RULE_SELECTORS, SELECTORS, regex_problem, whole_value_pattern
 
 __all__ = [
     "RULE_SELECTORS",
@@ -32,6 +32,7 @@ __all__ = [
     "match_map",
     "matcher",
     "parse_match",
+    "regex_problem",
     "whole_value_pattern",
 ]
 
@@ -81,12 +82,9 @@ class MatchSelector:
                 "a regex cannot start or end with whitespace (Kafka trims list entries)",
                 self.pattern,
             )
-        try:  # interim: replaced by the broker's own check (validate-only alter) in the hook
-            re.compile(self.pattern)
-        except re.error as err:
-            raise SubscriptionValidationError(
-                "match", f"{self.selector} regex does not compile: {err}", self.pattern
-            ) from err
+        problem = regex_problem(self.pattern)
+        if problem is not None:
+            raise SubscriptionValidationError("match", f"{self.selector} regex {problem}", self.pattern)
 
     @classmethod
     def parse(cls, entry: str) -> MatchSelector:

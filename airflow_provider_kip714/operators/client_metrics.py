@@ -2,35 +2,56 @@
 
 ``ClientMetricsTroubleshootingWindowOperator`` is the all-in-one form: create, wait in the triggerer,
 delete; it deletes on failure, kill and timeout, and a retry finds its own subscription again because
-the name's suffix is derived from the task instance and the window spec. A worker killed with
-SIGKILL runs no code at all: the ``kip714_reaper`` DAG deletes such windows after their expiry.
+the name's suffix is derived from the task instance and the window spec.
+
+Before a window's create call reaches the broker, the operator (1) records its connection for the
+``kip714_reaper`` DAG (``settings.record_window_cluster``) and (2) pushes the window's name to XCom
+(key ``window_name``). So a create that succeeds on the broker while its task fails (an alter
+timeout, a worker killed before the result is pushed) still leaves a window the reaper sweeps within
+one reaper period after its expiry; when the task survives the failure it deletes the window itself.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from airflow.sdk.exceptions import TaskDeferred
 
+from airflow_provider_kip714.contract.selectors import MatchInput
 from airflow_provider_kip714.exceptions import SubscriptionValidationError
 from airflow_provider_kip714.hooks.client_metrics import ClientMetricsHook
 from airflow_provider_kip714.operators.base import ClientMetricsBaseOperator
-from airflow_provider_kip714.subscriptions.duration import parse_duration
+from airflow_provider_kip714.settings import record_window_cluster
+from airflow_provider_kip714.subscriptions.duration import parse_window_length
 from airflow_provider_kip714.subscriptions.model import Subscription
 from airflow_provider_kip714.subscriptions.window_name import derive_suffix, format_window_name, slugify_label
 from airflow_provider_kip714.triggers.client_metrics_window import STATUS_DELETED, ClientMetricsWindowTrigger
 
 SPEC_TEMPLATE_FIELDS = ("window_label", "window", "metrics", "interval_ms", "match")
+WINDOW_NAME_XCOM_KEY = "window_name"
 
 
 @dataclass(frozen=True)
 class OpenedWindow:
+    """A window on the cluster: what the create operator returns (as ``as_xcom()``)."""
+
     name: str
+    start: datetime
+    end: datetime
     reused: bool
     already_expired: bool
+
+    def as_xcom(self, kafka_config_id: str) -> dict[str, Any]:
+        """The XCom downstream tasks use: name, start and end (ISO-8601 UTC) and the connection."""
+        return {
+            "name": self.name,
+            "start": self.start.isoformat(),
+            "end": self.end.isoformat(),
+            "kafka_config_id": kafka_config_id,
+        }
 
 
 def window_suffix(context: Mapping[str, Any], label: str, window: timedelta) -> str:
@@ -41,25 +62,37 @@ def window_suffix(context: Mapping[str, Any], label: str, window: timedelta) -> 
     )
 
 
+def announce_window_name(context: Mapping[str, Any], name: str) -> None:
+    """Push the name to XCom before the broker is asked, so it is known even if the task then dies."""
+    push = getattr(context.get("ti"), "xcom_push", None)
+    if push is not None:
+        push(key=WINDOW_NAME_XCOM_KEY, value=name)
+
+
 def open_window(
     hook: ClientMetricsHook,
     label: str,
     suffix: str,
     window: timedelta,
     spec: Mapping[str, Any],
+    before_create: Callable[[str], None] = lambda name: None,
 ) -> OpenedWindow:
     """Reuse the window a previous try created (same label and suffix) or create it; idempotent."""
     now = hook.admin.clock.now()
     existing = hook.find_window(label, suffix)
     if existing is not None:
         name = str(existing)
+        start = existing.expires_at - window
         if existing.is_expired(now):
-            return OpenedWindow(name=name, reused=True, already_expired=True)
+            return OpenedWindow(name, start, existing.expires_at, reused=True, already_expired=True)
+        before_create(name)
         hook.create(Subscription.from_spec(name=name, **spec))
-        return OpenedWindow(name=name, reused=True, already_expired=False)
+        return OpenedWindow(name, start, existing.expires_at, reused=True, already_expired=False)
     name = format_window_name(label, now + window, suffix)
+    end = Subscription.from_spec(name=name, **spec).expires_at or now + window  # whole seconds
+    before_create(name)
     hook.create(Subscription.from_spec(name=name, **spec))
-    return OpenedWindow(name=name, reused=False, already_expired=False)
+    return OpenedWindow(name, end - window, end, reused=False, already_expired=False)
 
 
 class _SpecMixin:
@@ -67,7 +100,7 @@ class _SpecMixin:
 
     metrics: str | Iterable[str] | None
     interval_ms: int | str | None
-    match: str | Iterable[str] | Mapping[str, str] | None
+    match: MatchInput
     block: bool
 
     def _set_spec(
@@ -76,7 +109,7 @@ class _SpecMixin:
         window_label: str | None,
         metrics: str | Iterable[str] | None,
         interval_ms: int | str | None,
-        match: str | Iterable[str] | Mapping[str, str] | None,
+        match: MatchInput,
         block: bool,
     ) -> None:
         self.window = window
@@ -96,11 +129,12 @@ class _SpecMixin:
 
 
 class CreateClientMetricsSubscriptionOperator(_SpecMixin, ClientMetricsBaseOperator):
-    """Create (idempotently) a subscription; pushes its name to XCom (``return_value``).
+    """Create (idempotently) a subscription; returns ``{"name", "start", "end", "kafka_config_id"}``.
 
-    Give ``name`` for a plain subscription, or ``window`` (``"30m"``, seconds, timedelta) for a
-    time-boxed one named ``kip714-<window_label>-exp<UTC>-<8 hex>`` (label defaults to
-    ``<dag_id>-<task_id>``); a retry finds the same window.
+    Give ``name`` for a plain subscription (``start``/``end`` are then None), or ``window`` (``"30m"``,
+    seconds, timedelta; at most ``limits.MAX_WINDOW``, 24 h) for a time-boxed one named
+    ``kip714-<window_label>-exp<UTC>-<8 hex>`` (label defaults to ``<dag_id>-<task_id>``); a retry
+    finds the same window. Downstream tasks read the window's bounds from this XCom, never recompute them.
     """
 
     template_fields: Sequence[str] = (
@@ -117,7 +151,7 @@ class CreateClientMetricsSubscriptionOperator(_SpecMixin, ClientMetricsBaseOpera
         window_label: str | None = None,
         metrics: str | Iterable[str] | None = None,
         interval_ms: int | str | None = None,
-        match: str | Iterable[str] | Mapping[str, str] | None = None,
+        match: MatchInput = None,
         block: bool = False,
         **kwargs: Any,
     ) -> None:
@@ -125,7 +159,7 @@ class CreateClientMetricsSubscriptionOperator(_SpecMixin, ClientMetricsBaseOpera
         self.name = name
         self._set_spec(window, window_label, metrics, interval_ms, match, block)
 
-    def execute(self, context: Any) -> str:
+    def execute(self, context: Any) -> dict[str, Any]:
         if (self.name is None) == (self.window is None):
             raise SubscriptionValidationError("name/window", "give exactly one of name or window")
         try:
@@ -133,17 +167,51 @@ class CreateClientMetricsSubscriptionOperator(_SpecMixin, ClientMetricsBaseOpera
                 subscription = Subscription.from_spec(name=self.name, **self.spec())
                 result = self.hook.create(subscription)
                 self.log.info("Subscription %s: %s", subscription.name, result.outcome.value)
-                return subscription.name
-            window = parse_duration(self.window)
-            label = slugify_label(self.window_label or f"{self.dag_id}-{self.task_id}")
-            Subscription.from_spec(name="validation-only", **self.spec())
-            opened = open_window(self.hook, label, window_suffix(context, label, window), window, self.spec())
-            self.log.info(
-                "Window subscription %s (%s)", opened.name, "reused" if opened.reused else "created"
-            )
-            return opened.name
+                return {
+                    "name": subscription.name,
+                    "start": None,
+                    "end": None,
+                    "kafka_config_id": self.kafka_config_id,
+                }
+            return self._open(context)
         finally:
             self.close_hook()
+
+    def _open(self, context: Any) -> dict[str, Any]:
+        window = parse_window_length(self.window)
+        label = slugify_label(self.window_label or f"{self.dag_id}-{self.task_id}")
+        Subscription.from_spec(name="validation-only", **self.spec())  # fail before touching the cluster
+        record_window_cluster(self.kafka_config_id)
+        announced: list[str] = []
+
+        def before_create(name: str) -> None:
+            announce_window_name(context, name)
+            announced.append(name)
+
+        try:
+            opened = open_window(
+                self.hook, label, window_suffix(context, label, window), window, self.spec(), before_create
+            )
+        except BaseException:
+            for name in announced:  # the broker may have applied it before the call failed
+                delete_quietly(self.hook, name, self.log)
+            raise
+        self.log.info(
+            "Window subscription %s (%s) from %s to %s",
+            opened.name,
+            "reused" if opened.reused else "created",
+            opened.start.isoformat(),
+            opened.end.isoformat(),
+        )
+        return opened.as_xcom(self.kafka_config_id)
+
+
+def delete_quietly(hook: ClientMetricsHook, name: str, log: Any) -> None:
+    """Best effort: the reaper deletes it after its expiry when this fails."""
+    try:
+        hook.delete(name)
+    except Exception:
+        log.exception("Could not delete %s; the kip714_reaper DAG will remove it after expiry", name)
 
 
 class DeleteClientMetricsSubscriptionOperator(ClientMetricsBaseOperator):
@@ -200,7 +268,7 @@ class ClientMetricsTroubleshootingWindowOperator(_SpecMixin, ClientMetricsBaseOp
         window_label: str | None = None,
         metrics: str | Iterable[str] | None = None,
         interval_ms: int | str | None = None,
-        match: str | Iterable[str] | Mapping[str, str] | None = None,
+        match: MatchInput = None,
         block: bool = False,
         poll_interval: float = 30.0,
         watch_deletion: bool = True,
@@ -213,11 +281,19 @@ class ClientMetricsTroubleshootingWindowOperator(_SpecMixin, ClientMetricsBaseOp
         self.subscription_name: str | None = None
 
     def execute(self, context: Any) -> str:
-        window = parse_duration(self.window)
+        window = parse_window_length(self.window)
         label = slugify_label(self.window_label or f"{self.dag_id}-{self.task_id}")
         Subscription.from_spec(name="validation-only", **self.spec())  # fail before touching the cluster
+        record_window_cluster(self.kafka_config_id)
+
+        def before_create(name: str) -> None:
+            announce_window_name(context, name)
+            self.subscription_name = name
+
         try:
-            opened = open_window(self.hook, label, window_suffix(context, label, window), window, self.spec())
+            opened = open_window(
+                self.hook, label, window_suffix(context, label, window), window, self.spec(), before_create
+            )
             self.subscription_name = opened.name
             if opened.already_expired:
                 self.log.info("Window %s from an earlier try has already ended; deleting it", opened.name)

@@ -8,6 +8,7 @@ reused. Returns which clients were seen, with their software name and version.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -45,6 +46,25 @@ def _to_datetime(value: datetime | str | None) -> datetime:
     return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
 
 
+def _whole_number(field: str, value: object, low: int) -> int:
+    text = str(value).strip() if isinstance(value, str) else None
+    if text is not None and text.isascii() and text.isdigit():
+        value = int(text)
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        raise Kip714Error(f"{field}: must be a whole number >= {low} (got {value!r})")
+    return value
+
+
+def _seconds(field: str, value: object) -> float:
+    try:
+        seconds = float(value.total_seconds() if isinstance(value, timedelta) else value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise Kip714Error(f"{field}: must be a number of seconds (got {value!r})") from None
+    if not math.isfinite(seconds) or seconds < 0:
+        raise Kip714Error(f"{field}: must be a finite number of seconds >= 0 (got {value!r})")
+    return seconds
+
+
 class ClientTelemetryArrivalSensor(BaseSensorOperator):
     """Succeed once telemetry from ``min_clients`` matching clients arrived after ``since``.
 
@@ -56,11 +76,21 @@ class ClientTelemetryArrivalSensor(BaseSensorOperator):
     :param min_clients: distinct client instances to wait for.
     :param kafka_config_id: Airflow ``kafka`` connection (librdkafka extra).
     :param topic: the telemetry topic.
-    :param timeout: seconds to wait before failing (or skipping with ``soft_fail``).
+    :param timeout: seconds to wait before failing (or skipping with ``soft_fail``); templated.
     :param deferrable: wait in the triggerer (default) instead of poking from a worker.
+
+    ``min_clients`` and ``timeout`` are templated (e.g. from a run's Params) and checked when rendered.
     """
 
-    template_fields: Sequence[str] = ("selectors", "subscription_name", "since", "kafka_config_id", "topic")
+    template_fields: Sequence[str] = (
+        "selectors",
+        "subscription_name",
+        "since",
+        "kafka_config_id",
+        "topic",
+        "min_clients",
+        "timeout",
+    )
 
     def __init__(
         self,
@@ -68,19 +98,21 @@ class ClientTelemetryArrivalSensor(BaseSensorOperator):
         selectors: Mapping[str, str] | Sequence[str] | str | None = None,
         subscription_name: str | None = None,
         since: datetime | str | None = None,
-        min_clients: int = 1,
+        min_clients: int | str = 1,
         kafka_config_id: str = "kafka_default",
         topic: str = DEFAULT_TELEMETRY_TOPIC,
         deferrable: bool = True,
         **kwargs: Any,
     ) -> None:
-        kwargs.setdefault("timeout", 600)
+        timeout = kwargs.pop("timeout", 600)
         kwargs.setdefault("poke_interval", 5)
-        super().__init__(**kwargs)
+        # A template string cannot pass the base class's numeric check: validate it once rendered.
+        super().__init__(timeout=timeout if not isinstance(timeout, str) else 600, **kwargs)
+        self.timeout = timeout
         if selectors is not None and subscription_name is not None:
             raise Kip714Error("selectors: give either selectors or subscription_name, not both")
-        if min_clients < 1:
-            raise Kip714Error(f"min_clients: must be at least 1 (got {min_clients!r})")
+        if not isinstance(min_clients, str):
+            _whole_number("min_clients", min_clients, low=1)
         self.selectors = selectors
         self.subscription_name = subscription_name
         self.since = since
@@ -95,7 +127,13 @@ class ClientTelemetryArrivalSensor(BaseSensorOperator):
             return subscription_selectors(self.kafka_config_id, self.subscription_name)
         return [selector.render() for selector in parse_match(self.selectors)]
 
+    def _rendered_limits(self) -> None:
+        """``min_clients`` >= 1 and ``timeout`` >= 0 seconds, finite, after templating."""
+        self.min_clients = _whole_number("min_clients", self.min_clients, low=1)
+        self.timeout = _seconds("timeout", self.timeout)
+
     def execute(self, context: Any) -> Any:
+        self._rendered_limits()
         selectors = self.resolved_selectors()
         since = _to_datetime(self.since)
         self.log.info(
@@ -150,6 +188,7 @@ class ClientTelemetryArrivalSensor(BaseSensorOperator):
         return {"selectors": selectors, "clients": clients}
 
     def execute_complete(self, context: Any, event: dict[str, Any] | None = None) -> dict[str, Any]:
+        self._rendered_limits()
         event = event or {}
         status = event.get("status")
         clients = event.get("clients", [])

@@ -18,7 +18,12 @@ import kafka.errors as kafka_errors
 from kafka.admin import AlterConfigOp, ConfigResource, ConfigResourceType, KafkaAdminClient
 
 from airflow_provider_kip714.clock import Clock, SystemClock
-from airflow_provider_kip714.exceptions import ClientMetricsAdminError, ClusterUnreachableError
+from airflow_provider_kip714.exceptions import (
+    ClientMetricsAdminError,
+    ClusterUnreachableError,
+    SubscriptionValidationError,
+)
+from airflow_provider_kip714.subscriptions.limits import expiry_problem
 from airflow_provider_kip714.subscriptions.model import (
     CONFIG_KEYS,
     INTERVAL_KEY,
@@ -195,15 +200,51 @@ class ClientMetricsAdmin:
 
     # ---- writing -------------------------------------------------------------------------------
 
-    def _alter(self, name: str, configs: dict[str, tuple[AlterConfigOp, str | None]], action: str) -> None:
+    def _alter(
+        self,
+        name: str,
+        configs: dict[str, tuple[AlterConfigOp, str | None]],
+        action: str,
+        validate_only: bool = False,
+    ) -> str:
+        """Send one IncrementalAlterConfigs; returns "OK" or, with ``validate_only``, the refusal."""
         resource = ConfigResource(ConfigResourceType.CLIENT_METRICS, name, configs)
         outcome = self._call(
             f"{action} {name!r}",
-            lambda: self.client.alter_configs([resource], raise_on_unknown=False, incremental=True),
+            lambda: self.client.alter_configs(
+                [resource], validate_only=validate_only, raise_on_unknown=False, incremental=True
+            ),
         )
-        result = outcome.get("client_metrics", {}).get(name, "missing from the response")
-        if result != "OK":
+        result = str(outcome.get("client_metrics", {}).get(name, "missing from the response"))
+        if result != "OK" and not validate_only:
             raise ClientMetricsAdminError(f"{action} {name!r} on {self.target}: broker said {result}")
+        return result
+
+    def validate(self, subscription: Subscription) -> None:
+        """Ask the broker whether it would accept this content (a validate-only alter; nothing changes).
+
+        The broker judges regexes with Java's engine, which differs from Python's (``\\p{L}`` is valid
+        Java; ``(?P<x>a)`` is not), so this, not a local compile, decides. Raises
+        ``SubscriptionValidationError`` naming the field when the broker refuses.
+        """
+        configs = {key: (AlterConfigOp.SET, value) for key, value in subscription.to_configs().items()}
+        result = self._alter(subscription.name, configs, "validating subscription", validate_only=True)
+        if result == "OK":
+            return
+        lowered = result.lower()
+        if "invalidrequest" not in lowered and "invalidconfig" not in lowered:
+            raise ClientMetricsAdminError(f"validating {subscription.name!r} on {self.target}: {result}")
+        keys = (MATCH_KEY, INTERVAL_KEY, METRICS_KEY)
+        field = next((key for key in keys if key in lowered), "subscription")
+        raise SubscriptionValidationError(field, f"the broker refused it: {result}")
+
+    def _check_expiry(self, subscription: Subscription) -> None:
+        window = try_parse_window_name(subscription.name)
+        if window is None:
+            return
+        problem = expiry_problem(window.expires_at, self.clock.now())
+        if problem is not None:
+            raise SubscriptionValidationError("name", f"window name refused: {problem}", subscription.name)
 
     def upsert(self, subscription: Subscription) -> UpsertResult:
         """Create or update; the same content changes nothing (no write is sent)."""
@@ -211,6 +252,8 @@ class ClientMetricsAdmin:
         if current is not None and current.same_content(subscription):
             log.info("Subscription %s already up to date", subscription.name)
             return UpsertResult(subscription.name, UpsertOutcome.UNCHANGED)
+        self._check_expiry(subscription)
+        self.validate(subscription)
         configs = {key: (AlterConfigOp.SET, value) for key, value in subscription.to_configs().items()}
         self._alter(subscription.name, configs, "writing subscription")
         self._await_visible(
@@ -256,6 +299,7 @@ class ClientMetricsAdmin:
         if set(wanted.match) != set(current.match):
             configs[MATCH_KEY] = (AlterConfigOp.SET, ",".join(selector.render() for selector in wanted.match))
         if configs:
+            self.validate(wanted)
             self._alter(name, configs, "altering subscription")
             self._await_visible(
                 f"{name} altered",
@@ -279,9 +323,10 @@ class ClientMetricsAdmin:
         return existed
 
     def reap(self, now: datetime | None = None, dry_run: bool = False) -> list[str]:
-        """Delete window subscriptions whose expiry has passed; never touches other names."""
+        """Delete window subscriptions whose expiry has passed, or whose expiry no window of ours can
+        have (``limits.expiry_problem``); never touches other names. Deletes use the listed name."""
         moment = now if now is not None else self.clock.now()
-        expired = sorted(str(window) for window in self.windows() if window.is_expired(moment))
+        expired = sorted(str(window) for window in self.windows() if window.is_reapable(moment))
         if dry_run:
             return expired
         return [name for name in expired if self.delete(name)]

@@ -70,6 +70,15 @@ def validate_name(name: str) -> None:
         raise SubscriptionValidationError("name", "must not contain whitespace or control characters", name)
 
 
+def _unchecked_selector(entry: str) -> MatchSelector:
+    """A broker-held ``selector=regex`` entry kept verbatim, even where our rules would refuse it."""
+    selector, _, pattern = entry.partition("=")
+    unchecked = object.__new__(MatchSelector)
+    object.__setattr__(unchecked, "selector", selector.strip())
+    object.__setattr__(unchecked, "pattern", pattern.strip())
+    return unchecked
+
+
 @dataclass(frozen=True)
 class Subscription:
     """One CLIENT_METRICS resource: which clients, which metric prefixes, how often.
@@ -84,6 +93,9 @@ class Subscription:
     match: tuple[MatchSelector, ...] = ()
     block: bool = False
     expires_at: datetime | None = field(default=None)
+    problems: tuple[str, ...] = field(default=(), compare=False)
+    """Set only on subscriptions read from a broker that this product's rules would refuse
+    (someone else made them): they are shown and deletable, never a reason to fail a listing."""
 
     def __post_init__(self) -> None:
         validate_name(self.name)
@@ -187,10 +199,22 @@ class Subscription:
 
     @classmethod
     def from_configs(cls, name: str, configs: Mapping[str, str | None]) -> Subscription:
-        """Build from the key/values a broker describes; unknown keys are a contract break."""
+        """Build from the key/values a broker describes; never raises for a foreign subscription.
+
+        What the broker holds is valid by the broker's rules; where ours are stricter (``*`` mixed with
+        prefixes, duplicates, a selector twice, an odd name) the entry is kept as the broker has it,
+        with ``problems`` saying what our validation refused.
+        """
         unknown = sorted(set(configs) - set(CONFIG_KEYS))
-        if unknown:
+        if unknown:  # Kafka allows no other key: a contract break, not a foreign subscription
             raise SubscriptionValidationError("configs", f"unknown keys; Kafka allows {CONFIG_KEYS}", unknown)
+        try:
+            return cls._checked_from_configs(name, configs)
+        except SubscriptionValidationError as err:
+            return cls._foreign(name, configs, str(err))
+
+    @classmethod
+    def _checked_from_configs(cls, name: str, configs: Mapping[str, str | None]) -> Subscription:
         metrics = parse_metrics(configs.get(METRICS_KEY) or "")
         return cls.from_spec(
             name=name,
@@ -199,6 +223,29 @@ class Subscription:
             match=configs.get(MATCH_KEY) or "",
             block=not metrics,
         )
+
+    @classmethod
+    def _foreign(cls, name: str, configs: Mapping[str, str | None], problem: str) -> Subscription:
+        """An unchecked instance holding the broker's values as they are (see ``from_configs``)."""
+        metrics = parse_metrics(configs.get(METRICS_KEY) or "")
+        try:
+            interval_ms = int(str(configs.get(INTERVAL_KEY) or DEFAULT_INTERVAL_MS).strip())
+        except ValueError:
+            interval_ms = DEFAULT_INTERVAL_MS
+        window = try_parse_window_name(name) if isinstance(name, str) else None
+        values = {
+            "name": str(name),
+            "metrics": metrics,
+            "interval_ms": interval_ms,
+            "match": tuple(_unchecked_selector(entry) for entry in parse_metrics(configs.get(MATCH_KEY))),
+            "block": not metrics,
+            "expires_at": window.expires_at if window else None,
+            "problems": (problem,),
+        }
+        subscription = object.__new__(cls)
+        for key, value in values.items():
+            object.__setattr__(subscription, key, value)
+        return subscription
 
     def to_configs(self) -> dict[str, str]:
         """The three keys as Kafka stores them (comma lists, milliseconds as text)."""
@@ -218,7 +265,9 @@ class Subscription:
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready view for the CLI and XCom (no secrets live here)."""
+        extra = {"problems": list(self.problems)} if self.problems else {}
         return {
+            **extra,
             "name": self.name,
             "metrics": list(self.metrics),
             "interval_ms": self.interval_ms,

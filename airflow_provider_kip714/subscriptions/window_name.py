@@ -10,10 +10,11 @@ from __future__ import annotations
 import hashlib
 import re
 import secrets
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from airflow_provider_kip714.exceptions import InvalidWindowNameError
+from airflow_provider_kip714.subscriptions.limits import expiry_problem
 
 PREFIX = "kip714"
 EXPIRY_FORMAT = "%Y%m%dT%H%M%SZ"
@@ -34,13 +35,19 @@ class WindowName:
     label: str
     expires_at: datetime
     suffix: str
+    text: str = field(default="", compare=False)
+    """The name exactly as parsed: deletes use it, never a re-formatted copy (year 0001 stays 0001)."""
 
     def __str__(self) -> str:
-        return format_window_name(self.label, self.expires_at, self.suffix)
+        return self.text or format_window_name(self.label, self.expires_at, self.suffix)
 
     def is_expired(self, now: datetime) -> bool:
         """True once ``now`` has reached the expiry (expiry is inclusive: the window is over)."""
         return now >= self.expires_at
+
+    def is_reapable(self, now: datetime) -> bool:
+        """Expired, or carrying an expiry no window of this product can have (see ``limits``)."""
+        return self.is_expired(now) or expiry_problem(self.expires_at, now) is not None
 
 
 def slugify_label(text: str) -> str:
@@ -64,7 +71,12 @@ def random_suffix() -> str:
 def _expiry_text(expires_at: datetime) -> str:
     if expires_at.tzinfo is None or expires_at.utcoffset() is None:
         raise InvalidWindowNameError(f"expiry must be timezone-aware, got naive {expires_at.isoformat()}")
-    return expires_at.astimezone(UTC).strftime(EXPIRY_FORMAT)
+    try:
+        moment = expires_at.astimezone(UTC)
+    except OverflowError as err:
+        raise InvalidWindowNameError(f"expiry {expires_at.isoformat()} is out of range") from err
+    # strftime's %Y does not zero-pad years below 1000 on every platform; the name needs 4 digits.
+    return f"{moment.year:04d}{moment:%m%dT%H%M%S}Z"
 
 
 def format_window_name(label: str, expires_at: datetime, suffix: str) -> str:
@@ -92,7 +104,9 @@ def parse_window_name(name: str) -> WindowName:
         raise InvalidWindowNameError(
             f"{name!r} carries an impossible expiry {found.group('expiry')}"
         ) from err
-    return WindowName(label=found.group("label"), expires_at=expires_at, suffix=found.group("suffix"))
+    return WindowName(
+        label=found.group("label"), expires_at=expires_at, suffix=found.group("suffix"), text=name
+    )
 
 
 def try_parse_window_name(name: str) -> WindowName | None:

@@ -7,19 +7,24 @@
 ``metric`` is normalised like landed names (so ``org.apache.kafka.producer.record.queue.time.max`` works
 too); ``field`` is a rollup column; a breach must last *more than* ``for_seconds``; ``match`` holds
 whole-value regexes on the broker-added labels (all must match).
+
+This module is the rules file's one schema: the troubleshooting DAG writes its file with ``rule_entry``
+and checks it with ``parse_rules``, the loader the anomalies app runs. Imports inside the package are
+relative so the provider can import it as ``spark_apps.kip714_common.rules`` (pure Python until a rule
+is parsed; ``names`` needs pyspark).
 """
 
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kip714_common.errors import SparkAppInputError
-from kip714_common.names import normalise_metric_name
-from kip714_common.selectors import RULE_SELECTORS
+from .errors import SparkAppInputError
+from .selectors import RULE_SELECTORS, regex_problem
 
 RULE_FIELDS = (
     "count",
@@ -38,7 +43,9 @@ RULE_FIELDS = (
     "signal",
 )
 COMPARISONS = (">", ">=", "<", "<=")
-_KEYS = {
+RULE_NAME_MAX_LENGTH = 100
+RULE_NAME_PATTERN = re.compile(rf"[A-Za-z0-9_.-]{{1,{RULE_NAME_MAX_LENGTH}}}")
+RULE_KEYS = {
     "name",
     "description",
     "metric",
@@ -64,11 +71,40 @@ class StaticRule:
     description: str = ""
 
 
+def rule_entry(
+    name: str,
+    metric: str,
+    field: str,
+    comparison: str,
+    threshold: float,
+    for_seconds: int,
+    match: Mapping[str, str],
+    critical_threshold: float | None = None,
+    description: str = "",
+) -> dict[str, object]:
+    """One rule as the file holds it (what ``parse_rule`` reads back)."""
+    entry: dict[str, object] = {
+        "name": name,
+        "description": description,
+        "metric": metric,
+        "field": field,
+        "comparison": comparison,
+        "threshold": threshold,
+        "for_seconds": for_seconds,
+        "match": dict(match),
+    }
+    if critical_threshold is not None:
+        entry["critical_threshold"] = critical_threshold
+    return entry
+
+
 def _number(where: str, value: object, *, required: bool) -> float | None:
     if value is None and not required:
         return None
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise SparkAppInputError(where, "must be a number", value)
+    if not math.isfinite(value):
+        raise SparkAppInputError(where, "must be a finite number (not NaN or infinite)", value)
     return float(value)
 
 
@@ -76,12 +112,14 @@ def parse_rule(index: int, raw: object, metric_aliases: Mapping[str, str] | None
     where = f"rules[{index}]"
     if not isinstance(raw, dict):
         raise SparkAppInputError(where, "must be a JSON object", raw)
-    unknown = sorted(set(raw) - _KEYS)
+    unknown = sorted(set(raw) - RULE_KEYS)
     if unknown:
-        raise SparkAppInputError(f"{where}.{unknown[0]}", f"is not a rule key (allowed: {sorted(_KEYS)})")
+        raise SparkAppInputError(f"{where}.{unknown[0]}", f"is not a rule key (allowed: {sorted(RULE_KEYS)})")
     name = raw.get("name")
-    if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9_.-]{1,100}", name):
-        raise SparkAppInputError(f"{where}.name", "must be 1-100 characters of letters, digits, _ . -", name)
+    if not isinstance(name, str) or not RULE_NAME_PATTERN.fullmatch(name):
+        raise SparkAppInputError(
+            f"{where}.name", f"must be 1-{RULE_NAME_MAX_LENGTH} characters of letters, digits, _ . -", name
+        )
     metric = raw.get("metric")
     if not isinstance(metric, str) or not metric.strip():
         raise SparkAppInputError(f"{where}.metric", "must be a non-empty metric name", metric)
@@ -113,13 +151,14 @@ def parse_rule(index: int, raw: object, metric_aliases: Mapping[str, str] | None
             raise SparkAppInputError(
                 f"{where}.match.{selector}", f"is not a selector (allowed: {', '.join(RULE_SELECTORS)})"
             )
-        try:
-            re.compile(pattern)
-        except (re.error, TypeError) as err:
+        problem = regex_problem(pattern) if isinstance(pattern, str) and pattern else "must be non-empty"
+        if problem is not None:  # the rest of Java's regex syntax is Spark's (rlike) to judge
             raise SparkAppInputError(
-                f"{where}.match.{selector}", f"must be a valid regex ({err})", pattern
-            ) from err
+                f"{where}.match.{selector}", f"must be a valid regex ({problem})", pattern
+            )
     description = raw.get("description", "")
+    from .names import normalise_metric_name  # pyspark: only once a rule is parsed
+
     return StaticRule(
         name=name,
         metric=normalise_metric_name(metric, {**(metric_aliases or {})}),

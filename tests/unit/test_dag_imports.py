@@ -75,8 +75,8 @@ def test_product_dags_import_cleanly(tmp_path: Path) -> None:
     assert rollups["tasks"] == ["anomalies", "broker_metrics", "land", "rollups"]
     assert rollups["schedule"] == "CronDataIntervalTimetable"  # hourly data intervals, not zero-length
     assert rollups["kafka_conn_ids"] == ["kafka_default"]
-    assert dags["kip714_reaper"]["tasks"] == ["reap_expired_subscriptions"]
-    assert dags["kip714_reaper"]["kafka_conn_ids"] == ["kafka_default"]
+    # one mapped reap task per cluster, the clusters read at run time (environment + recorded)
+    assert dags["kip714_reaper"]["tasks"] == ["reap_expired_subscriptions", "window_clusters"]
 
 
 def test_scheduled_dags_take_their_connections_from_the_environment(tmp_path: Path) -> None:
@@ -86,8 +86,7 @@ def test_scheduled_dags_take_their_connections_from_the_environment(tmp_path: Pa
     assert parsed["errors"] == {}
     dags = parsed["dags"]
     assert dags["kip714_rollups"]["kafka_conn_ids"] == ["kafka_prod"]
-    assert dags["kip714_reaper"]["tasks"] == ["reap_expired__kafka_eu", "reap_expired__kafka_prod"]
-    assert dags["kip714_reaper"]["kafka_conn_ids"] == ["kafka_eu", "kafka_prod"]
+    assert dags["kip714_reaper"]["tasks"] == ["reap_expired_subscriptions", "window_clusters"]
 
 
 def test_a_bad_connection_id_in_the_environment_is_an_import_error_naming_it(

@@ -10,7 +10,8 @@ from kip714_dev.demo.fleet_client import ClientBehaviour, ClientSpec
 from kip714_dev.demo.runner import DemoSettings, task_log_line, troubleshoot_conf
 
 from airflow_provider_kip714.subscriptions.model import parse_match
-from airflow_provider_kip714.troubleshooting.request import TroubleshootingRequest, troubleshoot_params
+from airflow_provider_kip714.troubleshooting.form import troubleshoot_params
+from airflow_provider_kip714.troubleshooting.request import TroubleshootingRequest
 
 
 def test_the_demo_conf_passes_the_troubleshoot_dags_own_validation() -> None:

@@ -49,7 +49,7 @@ INVALID = [
     pytest.param({"name": "p", "interval_ms": True}, "interval.ms", "integer", id="interval-bool"),
     pytest.param({"name": "p", "match": "client_idd=x"}, "match", "unknown selector", id="unknown-selector"),
     pytest.param({"name": "p", "match": "client_id"}, "match", "selector=regex", id="match-without-equals"),
-    pytest.param({"name": "p", "match": "client_id=("}, "match", "does not compile", id="bad-regex"),
+    pytest.param({"name": "p", "match": "client_id=("}, "match", "unbalanced", id="bad-regex"),
     pytest.param({"name": "p", "match": "client_id="}, "match", "non-empty regex", id="empty-regex"),
     pytest.param(
         {"name": "p", "match": ["client_id=a,b"]}, "match", "cannot contain ','", id="comma-in-regex"
@@ -124,3 +124,29 @@ def test_same_content_ignores_order() -> None:
 def test_match_selector_rejects_surrounding_whitespace_when_built_directly() -> None:
     with pytest.raises(SubscriptionValidationError):
         MatchSelector("client_id", " x")
+
+
+@pytest.mark.parametrize(
+    "configs",
+    [
+        {"metrics": "a.,*", "interval.ms": "1000", "match": ""},
+        {"metrics": "a.,a.", "interval.ms": "1000", "match": ""},
+        {"metrics": "a.", "interval.ms": "1000", "match": "client_id=a,client_id=b"},
+        {"metrics": "a.", "interval.ms": "1000", "match": "client_id=(?P<x>a)"},
+        {"metrics": "a.", "interval.ms": "1000", "match": r"client_id=\p{L}+,client_software_name= x"},
+        {"metrics": "a.", "interval.ms": "7", "match": ""},
+    ],
+)
+def test_a_foreign_subscription_read_from_a_broker_is_kept_with_its_problem(configs: dict) -> None:
+    """Someone else's subscription must never make describe fail (it did: from_configs raised)."""
+    found = Subscription.from_configs("made by someone else", configs)
+    assert found.name == "made by someone else"
+    rendered = found.to_json()
+    assert rendered["metrics"] and rendered["interval_ms"] == int(configs["interval.ms"])
+    assert ",".join(rendered["match"]) == configs["match"].replace("= ", "=")
+    assert found.problems or r"\p{L}" in configs["match"] or "(?P" in configs["match"]
+
+
+def test_java_regex_syntax_is_left_to_the_broker() -> None:
+    r"""``\p{L}`` is valid Java (the broker's engine) though Python's ``re`` refuses it."""
+    assert Subscription.from_spec("p", match=r"client_id=\p{L}+").match[0].pattern == r"\p{L}+"

@@ -4,25 +4,25 @@ from __future__ import annotations
 
 import json
 import sys
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from airflow_provider_kip714.exceptions import SubscriptionValidationError
+from airflow_provider_kip714.exceptions import Kip714Error, SubscriptionValidationError
 from airflow_provider_kip714.storage.data_root import RunArea
-from airflow_provider_kip714.subscriptions.window_name import format_window_name
-from airflow_provider_kip714.troubleshooting.request import (
-    THRESHOLD_FIELDS,
-    TroubleshootingRequest,
-    WindowBounds,
+from airflow_provider_kip714.troubleshooting.form import THRESHOLD_FIELDS, troubleshoot_params
+from airflow_provider_kip714.troubleshooting.request import TroubleshootingRequest
+from airflow_provider_kip714.troubleshooting.rules import (
+    checked_rules_text,
     normalise_metric_prefix,
-    troubleshoot_params,
     window_rules,
     write_window_rules,
 )
+from airflow_provider_kip714.troubleshooting.window import WindowBounds
+from spark_apps.kip714_common.rules import load_rules
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -54,7 +54,7 @@ def test_selectors_from_fields_and_extra_entries_are_combined() -> None:
         "client_software_name=apache-kafka-java",
         "client_source_port=9.*",
     )
-    assert request.selectors()["client_id"] == "orders-.*"
+    assert request.match_map()["client_id"] == "orders-.*"
 
 
 @pytest.mark.parametrize(
@@ -62,7 +62,7 @@ def test_selectors_from_fields_and_extra_entries_are_combined() -> None:
     [
         ({"interval_ms": 50}, "interval.ms", "100"),
         ({"extra_match": ["client_colour=red"]}, "match", "unknown selector"),
-        ({"client_id": "orders-("}, "match", "does not compile"),
+        ({"client_id": "orders-("}, "match", "unbalanced"),
         ({"metrics": []}, "metrics", "at least one"),
         ({"window_seconds": 5}, "window_seconds", "10..86400"),
         ({"bucket": "7s"}, "bucket", "must be one of"),
@@ -150,7 +150,79 @@ def test_default_rules_are_included_when_asked(tmp_path: Path) -> None:
     assert document == json.loads(default_rules.read_text())
 
 
-def test_window_bounds_come_from_the_subscription_name() -> None:
-    expires = datetime(2026, 3, 1, 10, 5, tzinfo=UTC)
-    bounds = WindowBounds.of_subscription(format_window_name("troubleshoot", expires, "0badcafe"), 300)
-    assert (bounds.start, bounds.end) == (expires - timedelta(seconds=300), expires)
+def test_window_bounds_come_from_the_create_operators_result() -> None:
+    start, end = datetime(2026, 3, 1, 10, 0, 2, tzinfo=UTC), datetime(2026, 3, 1, 10, 5, tzinfo=UTC)
+    window = {"name": "kip714-troubleshoot-exp20260301T100500Z-0badcafe", "kafka_config_id": "k"}
+    bounds = WindowBounds.of_xcom({**window, "start": start.isoformat(), "end": end.isoformat()})
+    assert (bounds.start, bounds.end) == (start, end)
+    for bad in (
+        {},
+        {"start": "x", "end": end.isoformat()},
+        {"start": end.isoformat(), "end": start.isoformat()},
+    ):
+        with pytest.raises(Kip714Error, match="open_subscription"):
+            WindowBounds.of_xcom(bad)
+
+
+NON_FINITE = [float("nan"), float("inf"), float("-inf")]
+
+
+@pytest.mark.parametrize("value", NON_FINITE)
+@pytest.mark.parametrize("key", ["threshold", "critical_threshold"])
+def test_thresholds_refuse_nan_and_infinity(key: str, value: float) -> None:
+    """NaN never breaches and infinity always does: both were accepted and silently useless."""
+    threshold = {"metric_prefix": "org.apache.kafka.producer.", "threshold": 1, key: value}
+    with pytest.raises(SubscriptionValidationError) as raised:
+        TroubleshootingRequest.from_params(defaults(thresholds=[threshold]))
+    assert raised.value.field == f"thresholds[0].{key}" and "finite" in raised.value.rule
+
+
+@pytest.mark.parametrize(
+    ("overrides", "field"),
+    [
+        ({"window_seconds": 86401}, "window_seconds"),
+        ({"window_seconds": float("inf")}, "window_seconds"),
+        ({"min_clients": 0}, "min_clients"),
+        ({"min_clients": -3}, "min_clients"),
+        ({"baseline_for_seconds": -1}, "baseline_for_seconds"),
+        (
+            {"thresholds": [{"metric_prefix": "x", "threshold": 1, "for_seconds": -5}]},
+            "thresholds[0].for_seconds",
+        ),
+        ({"thresholds": [{"metric_prefix": "x", "threshold": True}]}, "thresholds[0].threshold"),
+    ],
+)
+def test_negative_and_out_of_range_counts_are_refused(overrides: dict, field: str) -> None:
+    with pytest.raises(SubscriptionValidationError) as raised:
+        TroubleshootingRequest.from_params(defaults(**overrides))
+    assert raised.value.field == field
+
+
+def test_the_written_rules_file_is_accepted_by_the_spark_loader(tmp_path: Path) -> None:
+    """One schema: what the DAG writes is read back by ``load_rules``, the anomalies app's loader."""
+    zone = RunArea(tmp_path)
+    odd = ["producer.a" * 20, "producer.a" * 20 + "x", "producer.queue/time é", "producer.q"]
+    write_rollup_names(zone, odd)
+    request = TroubleshootingRequest.from_params(
+        defaults(
+            client_id=r"\p{L}+-orders",
+            thresholds=[
+                {"metric_prefix": "org.apache.kafka.producer.", "threshold": -1.5, "critical_threshold": 9},
+                {"metric_prefix": "producer.q", "threshold": 3, "comparison": "<", "for_seconds": 30},
+            ],
+        )
+    )
+    path, count = write_window_rules(zone, request, REPO_ROOT / "spark_apps" / "rules" / "default_rules.json")
+    loaded = load_rules(str(path))
+    assert len(loaded) == count and len({rule.name for rule in loaded}) == count
+    form_rules = [rule for rule in loaded if rule.name.startswith("threshold")]
+    assert len(form_rules) == len(odd) + 2  # "producer.q" also prefixes "producer.queue/time é"
+    assert all(rule.match == {"client_id": r"\p{L}+-orders"} for rule in form_rules)
+
+
+def test_a_rules_document_the_loader_refuses_is_refused_before_writing() -> None:
+    bad = {"rules": [{"name": "x", "metric": "m", "threshold": float("nan")}]}
+    with pytest.raises(SubscriptionValidationError, match="rules file would be refused"):
+        checked_rules_text(bad)
+    with pytest.raises(SubscriptionValidationError, match=r"rules\[0\]\.field"):
+        checked_rules_text({"rules": [{"name": "x", "metric": "m", "threshold": 1, "field": "colour"}]})

@@ -8,7 +8,13 @@ import pytest
 
 from airflow_provider_kip714.clock import FixedClock, ManualClock, SystemClock
 from airflow_provider_kip714.exceptions import InvalidWindowNameError, SubscriptionValidationError
-from airflow_provider_kip714.subscriptions.duration import parse_duration
+from airflow_provider_kip714.subscriptions.duration import parse_duration, parse_window_length
+from airflow_provider_kip714.subscriptions.limits import (
+    CLOCK_SKEW_TOLERANCE,
+    FURTHEST_EXPIRY,
+    MAX_WINDOW,
+    expiry_problem,
+)
 from airflow_provider_kip714.subscriptions.window_name import (
     derive_suffix,
     format_window_name,
@@ -115,3 +121,57 @@ def test_durations(text: str, seconds: float) -> None:
 def test_bad_durations(text: str) -> None:
     with pytest.raises(SubscriptionValidationError, match="window"):
         parse_duration(text)
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "99999999999999",  # OverflowError from timedelta before
+        "²",  # isdigit() but not int(): ValueError before
+        "9999999d",  # OverflowError before
+        "٣m",  # a non-ASCII digit the regex's \d accepted
+        "1" * 40,
+        "nan",
+        "inf",
+        float("nan"),
+        float("inf"),
+        float("-inf"),
+        1e300,
+        -1,
+        10**30,
+        "3650d",
+        "24h1s",
+        "86401",
+    ],
+)
+def test_window_lengths_out_of_range_or_malformed_are_one_validation_error(value: object) -> None:
+    with pytest.raises(SubscriptionValidationError) as raised:
+        parse_window_length(value)  # type: ignore[arg-type]
+    assert raised.value.field == "window"
+
+
+def test_the_maximum_window_is_accepted_and_one_second_more_is_not() -> None:
+    assert parse_window_length("24h") == MAX_WINDOW == parse_window_length(86400)
+    with pytest.raises(SubscriptionValidationError, match="at most 24h"):
+        parse_window_length(timedelta(hours=24, seconds=1))
+
+
+@pytest.mark.parametrize("expiry", ["00010101T000000Z", "09991231T235959Z", "99991231T235959Z"])
+def test_odd_expiries_keep_their_exact_name_and_are_reapable(expiry: str) -> None:
+    """A year-0001 name was re-formatted as ``exp10101...`` on delete, so the reaper never removed it."""
+    name = f"kip714-odd-exp{expiry}-0000abcd"
+    window = parse_window_name(name)
+    assert str(window) == name
+    assert format_window_name("odd", window.expires_at, "0000abcd") == name
+    assert window.is_reapable(datetime(2026, 6, 1, tzinfo=UTC))
+
+
+def test_reapable_means_expired_or_further_than_the_maximum_window_plus_skew() -> None:
+    now = datetime(2026, 6, 1, tzinfo=UTC)
+    inside = parse_window_name(format_window_name("w", now + MAX_WINDOW + CLOCK_SKEW_TOLERANCE, "00000001"))
+    beyond = parse_window_name(
+        format_window_name("w", now + FURTHEST_EXPIRY + timedelta(seconds=1), "00000002")
+    )
+    assert not inside.is_reapable(now) and inside.is_reapable(inside.expires_at)
+    assert beyond.is_reapable(now) and expiry_problem(beyond.expires_at, now) is not None
+    assert expiry_problem(inside.expires_at, now) is None

@@ -1,0 +1,154 @@
+"""The ``kip714_troubleshoot`` Param form: what a user types in the UI, with its bounds.
+
+The bounds are the validation's (``request.TroubleshootingRequest.from_params``), so the form refuses
+what the validation would: a window longer than ``limits.MAX_WINDOW``, Kafka's interval range, the
+rule fields and comparisons the anomalies app reads (``spark_apps/kip714_common/rules.py``).
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from airflow.sdk import Param
+
+from airflow_provider_kip714.contract.selectors import SELECTORS
+from airflow_provider_kip714.subscriptions.limits import MAX_WINDOW
+from airflow_provider_kip714.subscriptions.model import MAX_INTERVAL_MS, MIN_INTERVAL_MS
+from spark_apps.kip714_common.rules import COMPARISONS
+
+KAFKA_PREFIX: Final = "org.apache.kafka."
+DEFAULT_METRICS: Final = (KAFKA_PREFIX,)
+BUCKETS: Final = ("5s", "10s", "15s", "30s", "1m", "5m")
+THRESHOLD_FIELDS: Final = ("signal", "avg", "max", "min", "last", "p95", "p99", "rate_per_second")
+"""Rollup columns a form threshold may watch (a subset of the anomalies app's ``RULE_FIELDS``)."""
+MIN_WINDOW_S: Final = 10
+MAX_WINDOW_S: Final = int(MAX_WINDOW.total_seconds())
+MAX_CLIENTS: Final = 10000
+SELECTOR_HELP: Final = (
+    "Regex that must match the whole value (Java regex, as the broker applies it); empty = any."
+)
+
+
+def troubleshoot_params() -> dict[str, Param]:
+    """The Param form of ``kip714_troubleshoot``; the defaults work against ``kip714 local-kafka``."""
+    selector_params = {
+        selector: Param(
+            None,
+            type=["null", "string"],
+            title=f"Match {selector}",
+            description=f"KIP-714 selector {selector}. {SELECTOR_HELP}",
+            section="Which clients",
+        )
+        for selector in SELECTORS
+    }
+    return {
+        "kafka_config_id": Param(
+            "kafka_default",
+            type="string",
+            minLength=1,
+            title="Kafka connection",
+            description="Airflow connection (librdkafka config in extra) of the cluster to troubleshoot.",
+            section="Cluster",
+        ),
+        **selector_params,
+        "extra_match": Param(
+            [],
+            type="array",
+            items={"type": "string"},
+            title="More selectors",
+            description="Extra selector=regex entries, e.g. client_id=orders-.* (ANDed with the above).",
+            section="Which clients",
+        ),
+        "min_clients": Param(
+            1,
+            type="integer",
+            minimum=1,
+            maximum=10000,
+            title="Clients to wait for",
+            description="The window's analysis starts once this many matching clients pushed.",
+            section="Which clients",
+        ),
+        "metrics": Param(
+            list(DEFAULT_METRICS),
+            type="array",
+            items={"type": "string", "minLength": 1},
+            minItems=1,
+            title="Metric prefixes",
+            description="Metric-name prefixes to collect, e.g. org.apache.kafka.consumer. ; * = all.",
+            section="What to collect",
+        ),
+        "interval_ms": Param(
+            5000,
+            type="integer",
+            minimum=MIN_INTERVAL_MS,
+            maximum=MAX_INTERVAL_MS,
+            title="Push interval (ms)",
+            description=f"How often clients push, {MIN_INTERVAL_MS}..{MAX_INTERVAL_MS} ms (Kafka's limits).",
+            section="What to collect",
+        ),
+        "window_seconds": Param(
+            120,
+            type="integer",
+            minimum=MIN_WINDOW_S,
+            maximum=MAX_WINDOW_S,
+            title="Window length (s)",
+            description="How long the subscription lives; it is deleted afterwards on every path.",
+            section="What to collect",
+        ),
+        "bucket": Param(
+            "10s",
+            type="string",
+            enum=list(BUCKETS),
+            title="Time bucket",
+            description="Rollup bucket of the plots and anomaly detection.",
+            section="Analysis",
+        ),
+        "thresholds": Param(
+            [],
+            type="array",
+            title="Static thresholds",
+            description=(
+                'Per metric prefix, e.g. [{"metric_prefix": "org.apache.kafka.consumer.fetch.manager.'
+                'fetch.latency", "field": "max", "comparison": ">", "threshold": 500, "for_seconds": 0}].'
+            ),
+            items={
+                "type": "object",
+                "required": ["metric_prefix", "threshold"],
+                "additionalProperties": False,
+                "properties": {
+                    "metric_prefix": {"type": "string", "minLength": 1},
+                    "field": {"type": "string", "enum": list(THRESHOLD_FIELDS)},
+                    "comparison": {"type": "string", "enum": list(COMPARISONS)},
+                    "threshold": {"type": "number"},
+                    "critical_threshold": {"type": ["number", "null"]},
+                    "for_seconds": {"type": "integer", "minimum": 0},
+                },
+            },
+            section="Analysis",
+        ),
+        "use_default_rules": Param(
+            True,
+            type="boolean",
+            title="Apply the default rules",
+            description="Also apply spark_apps/rules/default_rules.json (KIP-714's example rules).",
+            section="Analysis",
+        ),
+        "baseline_min_buckets": Param(
+            6,
+            type="integer",
+            minimum=3,
+            maximum=10000,
+            title="Baseline: buckets needed",
+            description="Learn a median + k*MAD baseline per metric and client once this many buckets exist.",
+            section="Analysis",
+        ),
+        "baseline_for_seconds": Param(
+            30,
+            type="integer",
+            minimum=0,
+            maximum=MAX_WINDOW_S,
+            title="Baseline: breach must last (s)",
+            description="A baseline breach is an anomaly when it lasts longer than this.",
+            section="Analysis",
+        ),
+    }

@@ -1,0 +1,89 @@
+"""The window's rules file: the form's thresholds as static rules for the anomalies app.
+
+One schema: each rule is built by ``spark_apps/kip714_common/rules.py``'s ``rule_entry`` and the document
+is checked with its ``parse_rules`` (what ``load_rules``, the Spark app's loader, runs on the decoded
+file) before it is written, so a file the app would refuse fails here, naming the rule and the field.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Final
+
+from airflow_provider_kip714.analytics.tables import client_metric_names
+from airflow_provider_kip714.contract.selectors import RULE_SELECTORS
+from airflow_provider_kip714.exceptions import SubscriptionValidationError
+from airflow_provider_kip714.storage.data_root import RunArea
+from airflow_provider_kip714.troubleshooting.form import KAFKA_PREFIX
+from airflow_provider_kip714.troubleshooting.request import TroubleshootingRequest
+from spark_apps.kip714_common.errors import SparkAppInputError
+from spark_apps.kip714_common.rules import RULE_NAME_MAX_LENGTH, parse_rules, rule_entry
+
+RULES_FILE: Final = "rules.json"
+_UNSAFE_NAME = re.compile(r"[^A-Za-z0-9_.-]+")
+
+
+def normalise_metric_prefix(prefix: str) -> str:
+    """The rollups' metric naming (``spark_apps/kip714_common/names.py`` steps 1-2) applied to a prefix."""
+    cleaned = prefix.strip().lower().replace("-", ".")
+    return cleaned[len(KAFKA_PREFIX) :] if cleaned.startswith(KAFKA_PREFIX) else cleaned
+
+
+def rule_name(index: int, metric_index: int, metric: str) -> str:
+    """Unique per threshold and metric, within the loader's name rule whatever the metric is called."""
+    head = f"threshold{index}-m{metric_index}-"
+    return head + (_UNSAFE_NAME.sub("_", metric) or "metric")[: RULE_NAME_MAX_LENGTH - len(head)]
+
+
+def window_rules(
+    request: TroubleshootingRequest, metric_names: Sequence[str], default_rules: Path | None
+) -> dict[str, Any]:
+    """The rules document for the anomalies app: default rules plus one rule per threshold x metric."""
+    rules: list[dict[str, Any]] = []
+    if request.use_default_rules and default_rules is not None:
+        rules.extend(json.loads(default_rules.read_text())["rules"])
+    match = {k: v for k, v in request.match_map().items() if k in RULE_SELECTORS}
+    for index, threshold in enumerate(request.thresholds):
+        prefix = normalise_metric_prefix(threshold.metric_prefix)
+        for metric_index, metric in enumerate(metric_names):
+            if not metric.startswith(prefix):
+                continue
+            rules.append(
+                rule_entry(
+                    name=rule_name(index, metric_index, metric),
+                    description=f"form threshold on {threshold.metric_prefix}",
+                    metric=metric,
+                    field=threshold.field,
+                    comparison=threshold.comparison,
+                    threshold=threshold.threshold,
+                    for_seconds=threshold.for_seconds,
+                    match=match,
+                    critical_threshold=threshold.critical_threshold,
+                )
+            )
+    return {"rules": rules}
+
+
+def checked_rules_text(document: dict[str, Any]) -> str:
+    """The file's text, after the anomalies app's own loader accepted it (else a one-line error)."""
+    try:
+        text = json.dumps(document, indent=2, allow_nan=False)
+        parse_rules(json.loads(text))
+    except (SparkAppInputError, ValueError) as err:
+        raise SubscriptionValidationError("thresholds", f"the rules file would be refused: {err}") from None
+    return text
+
+
+def write_window_rules(
+    zone: RunArea, request: TroubleshootingRequest, default_rules: Path | None
+) -> tuple[Path, int]:
+    """Write ``<zone>/rules.json`` for this window; returns its path and how many rules it holds."""
+    document = window_rules(request, client_metric_names(zone), default_rules)
+    text = checked_rules_text(document)
+    path = zone.root / RULES_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path, len(document["rules"])

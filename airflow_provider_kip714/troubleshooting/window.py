@@ -1,0 +1,97 @@
+"""The troubleshooting window's steps that need code: its bounds, landing it, checking it is gone.
+
+The bounds come from ``CreateClientMetricsSubscriptionOperator``'s XCom (name, start, end), never
+recomputed from the name and the requested length.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any, Final
+
+from airflow_provider_kip714.exceptions import Kip714Error
+from airflow_provider_kip714.storage.data_root import RunArea
+from airflow_provider_kip714.troubleshooting.request import TroubleshootingRequest
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class WindowBounds:
+    """When the window's subscription existed: from its creation to its expiry (aware UTC)."""
+
+    start: datetime
+    end: datetime
+
+    @classmethod
+    def of_xcom(cls, window: Mapping[str, Any]) -> WindowBounds:
+        """The bounds the create operator returned (``{"name", "start", "end", ...}``)."""
+        try:
+            start = datetime.fromisoformat(str(window["start"]))
+            end = datetime.fromisoformat(str(window["end"]))
+        except (KeyError, TypeError, ValueError) as err:
+            raise Kip714Error(f"open_subscription: no window bounds in its result {window!r}") from err
+        if start.tzinfo is None or end.tzinfo is None or not start < end:
+            raise Kip714Error(f"open_subscription: window bounds must be aware and ordered ({window!r})")
+        return cls(start.astimezone(UTC), end.astimezone(UTC))
+
+
+LANDING_SINCE_MARGIN_S: Final = 60
+
+
+def landing_grace_seconds(interval_ms: int) -> float:
+    """How long to keep landing after the window ends: the clients' last pushes are one interval late."""
+    return min(60.0, max(5.0, 2 * interval_ms / 1000))
+
+
+def land_window(request: TroubleshootingRequest, zone: RunArea, bounds: WindowBounds) -> dict[str, Any]:
+    """Land the telemetry topic into the zone while the window lasts (plus a grace), exactly once."""
+    from airflow_provider_kip714.hooks.telemetry_topic import TelemetryTopicHook
+
+    grace = landing_grace_seconds(request.interval_ms)
+    stop_at = bounds.end + timedelta(seconds=grace)
+    remaining = (stop_at - datetime.now(UTC)).total_seconds()
+    log.info(
+        "Landing telemetry into %s until %s (window end + %.0f s grace, %.0f s from now)",
+        zone.landing,
+        stop_at.isoformat(),
+        grace,
+        remaining,
+    )
+    hook = TelemetryTopicHook(kafka_config_id=request.kafka_config_id)
+    # Only the window matters: start at its first records, not at the topic's earliest retained
+    # offset (days of other telemetry on a long-retention topic). The margin covers clock skew
+    # between this worker and the brokers that stamp the records.
+    since = bounds.start - timedelta(seconds=LANDING_SINCE_MARGIN_S)
+    # Up to the first records at or after stop_at in every partition (offsets_for_times), however
+    # late this task starts: never a fixed follow time that lands part of the window.
+    result = hook.land(zone.landing, since=since, until=stop_at)
+    log.info(
+        "Landed %d record(s), %d data point(s), %d quarantined in %.1f s",
+        result.records,
+        result.points,
+        result.quarantined,
+        result.elapsed_s,
+    )
+    return {
+        **result.as_dict(),
+        "start": bounds.start.isoformat(),
+        "end": stop_at.isoformat(),
+        "landing": str(zone.landing),
+        "analytics": str(zone.analytics),
+        "zone": str(zone.root),
+    }
+
+
+def check_subscription_gone(kafka_config_id: str, name: str) -> list[str]:
+    """Fail when ``name`` still exists; returns the cluster's remaining window subscriptions (for the log)."""
+    from airflow_provider_kip714.hooks.client_metrics import ClientMetricsHook
+
+    with ClientMetricsHook(kafka_config_id=kafka_config_id) as hook:
+        names = hook.list()
+    if name in names:
+        raise Kip714Error(f"subscription {name} is still on the cluster after the window was closed")
+    return sorted(n for n in names if n.startswith("kip714-"))
