@@ -228,3 +228,39 @@ def test_cli_refuses_a_missing_plugin_jar(tmp_path: Path) -> None:
     )
     with pytest.raises(LocalKafkaError, match=r"--plugin-jar: .*nope\.jar does not exist"):
         settings_from_args(args)
+
+
+def test_a_cluster_of_three_gets_consecutive_ports_node_ids_and_three_voters(tmp_path: Path) -> None:
+    from kip714_dev.local_kafka.brokers import cluster_settings
+
+    base = BrokerSettings(
+        data_dir=tmp_path, kafka_version=KafkaVersion.parse("4.4.0"), port=19092, controller_port=19192
+    )
+    members = cluster_settings(base, 3)
+    assert [m.node_id for m in members] == [1, 2, 3]
+    assert [m.port for m in members] == [19092, 19093, 19094]
+    assert [m.data_dir.name for m in members] == ["broker-1", "broker-2", "broker-3"]
+    properties = broker_properties(members[1], DataDirLayout(members[1].data_dir))
+    assert properties["controller.quorum.voters"] == (
+        "1@127.0.0.1:19192,2@127.0.0.1:19193,3@127.0.0.1:19194"
+    )
+    assert properties["offsets.topic.replication.factor"] == "3"
+    assert properties["transaction.state.log.min.isr"] == "2"
+
+
+@pytest.mark.parametrize(
+    ("brokers", "ports", "message"),
+    [
+        (0, {}, "--brokers: must be between 1 and 9"),
+        (10, {}, "--brokers: must be between 1 and 9"),
+        (3, {"port": 19092, "controller_port": 19093}, "ranges overlap"),
+    ],
+)
+def test_cluster_settings_refuse_bad_counts_and_overlapping_ports(
+    tmp_path: Path, brokers: int, ports: dict[str, int], message: str
+) -> None:
+    from kip714_dev.local_kafka.brokers import cluster_settings
+
+    base = BrokerSettings(data_dir=tmp_path, kafka_version=KafkaVersion.parse("4.4.0"), **ports)
+    with pytest.raises(LocalKafkaError, match=message):
+        cluster_settings(base, brokers)

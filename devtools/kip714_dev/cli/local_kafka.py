@@ -1,4 +1,4 @@
-"""``kip714 local-kafka install|start|stop|status``: a real single-node Apache Kafka on 127.0.0.1."""
+"""``kip714 local-kafka install|start|stop|status``: a real Apache Kafka on 127.0.0.1, one or more brokers."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import argparse
 import json
 import logging
 import sys
+from collections.abc import Iterable
 from dataclasses import asdict
 from pathlib import Path
 from typing import Final
@@ -23,16 +24,15 @@ from kip714_dev.local_kafka.broker_config import (
     parse_overrides,
     parse_sasl_users,
 )
+from kip714_dev.local_kafka.brokers import cluster_settings, cluster_status, start_cluster, stop_cluster
 from kip714_dev.local_kafka.distribution import ensure_distribution
 from kip714_dev.local_kafka.launcher import (
     DEFAULT_READY_TIMEOUT_S,
     DEFAULT_STOP_TIMEOUT_S,
     BrokerNotReadyError,
-    broker_status,
-    start_broker,
-    stop_broker,
 )
 from kip714_dev.local_kafka.plugin_jar import default_plugin_jar
+from kip714_dev.local_kafka.state import LocalKafkaState
 from kip714_dev.local_kafka.versions import DEFAULT_KAFKA_VERSION, KafkaVersion
 
 log = logging.getLogger(__name__)
@@ -43,8 +43,8 @@ EXIT_NOT_RUNNING: Final = 3
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     group = subparsers.add_parser(
         "local-kafka",
-        help="run a real single-node Apache Kafka (KRaft) on 127.0.0.1",
-        description="Run a real single-node Apache Kafka (KRaft combined mode) from Maven Central jars.",
+        help="run a real Apache Kafka (KRaft, one or more brokers) on 127.0.0.1",
+        description="Run a real Apache Kafka (KRaft combined mode, 1 to 9 brokers) from Maven Central jars.",
     )
     commands = group.add_subparsers(dest="local_kafka_command", required=True, metavar="ACTION")
 
@@ -72,6 +72,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     start.add_argument(
         "--node-id", type=int, default=DEFAULT_NODE_ID, help="KRaft node id (default %(default)s)"
+    )
+    start.add_argument(
+        "--brokers",
+        type=int,
+        default=1,
+        help="brokers in the cluster, each a KRaft voter; broker k (from 0) uses --node-id + k and "
+        "each port + k, so space the ports by N (default %(default)s)",
     )
     start.add_argument(
         "--sasl-users",
@@ -118,12 +125,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     start.add_argument("--json", action="store_true", help="print the state as JSON")
     start.set_defaults(func=run_start)
 
-    status = commands.add_parser("status", help="exit 0 when the broker runs, 3 when it does not")
+    status = commands.add_parser("status", help="exit 0 when every broker runs, 3 when one does not")
     _add_data_dir_option(status)
     status.add_argument("--json", action="store_true", help="print the state as JSON")
     status.set_defaults(func=run_status)
 
-    stop = commands.add_parser("stop", help="stop the broker cleanly (SIGTERM, SIGKILL only after a timeout)")
+    stop = commands.add_parser(
+        "stop", help="stop every broker cleanly (SIGTERM, SIGKILL only after a timeout)"
+    )
     _add_data_dir_option(stop)
     stop.add_argument(
         "--timeout",
@@ -192,53 +201,85 @@ def settings_from_args(args: argparse.Namespace) -> BrokerSettings:
 
 
 def run_start(args: argparse.Namespace) -> int:
-    settings = settings_from_args(args)
-    started = start_broker(settings, ready_timeout_s=args.ready_timeout, repair_cache=args.repair_cache)
-    state = started.state
+    members = cluster_settings(settings_from_args(args), args.brokers)
+    started = start_cluster(members, ready_timeout_s=args.ready_timeout, repair_cache=args.repair_cache)
+    states = [node.state for node in started]
     if args.json:
-        print(json.dumps(asdict(state), indent=2, sort_keys=True))
+        print(json.dumps(_describe(states), indent=2, sort_keys=True))
         return 0
-    plugin = f"plugin {state.plugin_jar}" if state.plugin_jar else "no broker plugin"
-    print(f"Apache Kafka {state.kafka_version} ready (pid {state.pid}, {plugin})")
-    print(f"bootstrap servers: {state.bootstrap_servers}")
-    if state.sasl_bootstrap_servers:
+    first = states[0]
+    plugin = f"plugin {first.plugin_jar}" if first.plugin_jar else "no broker plugin"
+    brokers = ", ".join(f"node {s.node_id} pid {s.pid}" for s in states)
+    print(f"Apache Kafka {first.kafka_version} ready: {len(states)} broker(s), {brokers} ({plugin})")
+    print(f"bootstrap servers: {_joined(s.bootstrap_servers for s in states)}")
+    if first.sasl_bootstrap_servers:
         print(
-            f"SASL_PLAINTEXT (PLAIN) bootstrap servers: {state.sasl_bootstrap_servers} "
-            f"users: {', '.join(state.sasl_users)}"
+            f"SASL_PLAINTEXT (PLAIN) bootstrap servers: {_joined(s.sasl_bootstrap_servers for s in states)} "
+            f"users: {', '.join(first.sasl_users)}"
         )
-    print(f"logs: {state.log_path}")
+    print(f"logs: {_joined(s.log_path for s in states)}")
     return 0
+
+
+def _joined(values: Iterable[str | None]) -> str:
+    return ",".join(value for value in values if value)
+
+
+def _describe(states: list[LocalKafkaState]) -> dict[str, object]:
+    """The first broker's state (one-broker callers read it as before) plus the whole cluster."""
+    return {
+        **asdict(states[0]),
+        "bootstrap_servers": _joined(s.bootstrap_servers for s in states),
+        "sasl_bootstrap_servers": _joined(s.sasl_bootstrap_servers for s in states) or None,
+        "brokers": [
+            {
+                "node_id": s.node_id,
+                "port": int(s.bootstrap_servers.rsplit(":", 1)[1]),
+                "pid": s.pid,
+                "data_dir": s.data_dir,
+                "log_path": s.log_path,
+            }
+            for s in states
+        ],
+    }
 
 
 def run_status(args: argparse.Namespace) -> int:
     data_dir = _data_dir(args)
     try:
-        state = broker_status(data_dir)
+        members = cluster_status(data_dir)
     except BrokerNotReadyError as err:
         print(str(err), file=sys.stderr)
         return EXIT_NOT_RUNNING
-    if state is None:
+    states = [state for _, state in members if state is not None]
+    down = [str(member) for member, state in members if state is None]
+    if not states:
         print(f"no local Kafka runs from {data_dir}", file=sys.stderr if args.json else sys.stdout)
         return EXIT_NOT_RUNNING
     if args.json:
-        print(json.dumps(asdict(state), indent=2, sort_keys=True))
+        print(json.dumps({**_describe(states), "stopped": down}, indent=2, sort_keys=True))
     else:
-        sasl = f", SASL_PLAINTEXT {state.sasl_bootstrap_servers}" if state.sasl_bootstrap_servers else ""
-        print(
-            f"running: Apache Kafka {state.kafka_version} pid {state.pid}, "
-            f"bootstrap {state.bootstrap_servers}{sasl}, "
-            f"logs {state.log_path}"
-        )
-    return 0
+        for state in states:
+            sasl = f", SASL_PLAINTEXT {state.sasl_bootstrap_servers}" if state.sasl_bootstrap_servers else ""
+            print(
+                f"running: Apache Kafka {state.kafka_version} node {state.node_id} pid {state.pid}, "
+                f"bootstrap {state.bootstrap_servers}{sasl}, logs {state.log_path}"
+            )
+        for member in down:
+            print(f"not running: the broker of {member}")
+    return EXIT_NOT_RUNNING if down else 0
 
 
 def run_stop(args: argparse.Namespace) -> int:
     data_dir = _data_dir(args)
-    outcome = stop_broker(data_dir, args.timeout)
-    if not outcome.was_running:
+    outcomes = [outcome for outcome in stop_cluster(data_dir, args.timeout) if outcome.was_running]
+    if not outcomes:
         print(f"no local Kafka runs from {data_dir}")
-    elif outcome.killed:
-        print(f"stopped pid {outcome.pid} with SIGKILL after {args.timeout:.0f} s without a clean shutdown")
-    else:
-        print(f"stopped pid {outcome.pid}")
+    for outcome in outcomes:
+        if outcome.killed:
+            print(
+                f"stopped pid {outcome.pid} with SIGKILL after {args.timeout:.0f} s without a clean shutdown"
+            )
+        else:
+            print(f"stopped pid {outcome.pid}")
     return 0

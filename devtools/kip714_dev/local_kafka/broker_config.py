@@ -1,8 +1,10 @@
 """What the local broker is asked to be, checked up front, and rendered as Kafka configuration files.
 
-One node in KRaft combined mode (``process.roles=broker,controller``) with a static single-voter
-quorum, so the same ``server.properties`` and storage format work on Kafka 3.7+ and 4.x. Every
-listener binds 127.0.0.1. Optional SASL/PLAIN listener gives clients real principals.
+Every node runs KRaft combined mode (``process.roles=broker,controller``) with a static voter set:
+one voter for a single broker, every node for ``--brokers N`` (3 voters survive one node's death),
+so the same ``server.properties`` and storage format work on Kafka 3.7+ and 4.x. Every listener
+binds 127.0.0.1. Optional SASL/PLAIN listener gives clients real principals. Internal topics get
+``min(3, N)`` replicas.
 """
 
 from __future__ import annotations
@@ -132,6 +134,8 @@ class BrokerSettings:
     broker_metrics_interval_ms: int = DEFAULT_BROKER_METRICS_INTERVAL_MS
     plugin_jar: Path | None = None
     overrides: Mapping[str, str] = field(default_factory=dict)
+    # Every node of the cluster as (node id, controller port, PLAINTEXT port); empty: this node alone.
+    cluster_nodes: tuple[tuple[int, int, int], ...] = ()
 
     def __post_init__(self) -> None:
         _check_port("--port", self.port)
@@ -159,6 +163,22 @@ class BrokerSettings:
         for key in self.overrides:
             if key in RESERVED_KEYS:
                 raise LocalKafkaError(f"--override: {key} is set by the launcher")
+        if self.cluster_nodes and self.node_id not in {node for node, _, _ in self.cluster_nodes}:
+            raise LocalKafkaError(f"--node-id: {self.node_id} is not one of the cluster's nodes")
+
+    @property
+    def nodes(self) -> tuple[tuple[int, int, int], ...]:
+        """(node id, controller port, PLAINTEXT port) of every node, this one included."""
+        return self.cluster_nodes or ((self.node_id, self.controller_port, self.port),)
+
+    @property
+    def cluster_bootstrap_servers(self) -> str:
+        return ",".join(f"{LOOPBACK_HOST}:{port}" for _, _, port in self.nodes)
+
+    @property
+    def replication_factor(self) -> int:
+        """Replicas of internal topics: survives one node's death from 2 nodes on, never more than 3."""
+        return min(3, len(self.nodes))
 
     @property
     def bootstrap_servers(self) -> str:
@@ -241,10 +261,13 @@ def broker_properties(settings: BrokerSettings, layout: DataDirLayout) -> dict[s
         protocol_map.append(f"{SASL_LISTENER}:SASL_PLAINTEXT")
     advertised = ",".join(listeners)
     controller = f"{CONTROLLER_LISTENER}://{LOOPBACK_HOST}:{settings.controller_port}"
+    voters = ",".join(f"{node}@{LOOPBACK_HOST}:{port}" for node, port, _ in settings.nodes)
+    replicas = str(settings.replication_factor)
+    min_isr = str(max(1, settings.replication_factor - 1))
     properties: dict[str, str] = {
         "process.roles": "broker,controller",
         "node.id": str(settings.node_id),
-        "controller.quorum.voters": f"{settings.node_id}@{LOOPBACK_HOST}:{settings.controller_port}",
+        "controller.quorum.voters": voters,
         "listeners": f"{advertised},{controller}",
         "advertised.listeners": advertised,
         "controller.listener.names": CONTROLLER_LISTENER,
@@ -253,12 +276,13 @@ def broker_properties(settings: BrokerSettings, layout: DataDirLayout) -> dict[s
         "log.dirs": str(layout.log_dirs),
         "num.partitions": "3",
         "auto.create.topics.enable": "true",
-        "offsets.topic.replication.factor": "1",
+        "default.replication.factor": replicas,
+        "offsets.topic.replication.factor": replicas,
         "offsets.topic.num.partitions": "3",
-        "transaction.state.log.replication.factor": "1",
-        "transaction.state.log.min.isr": "1",
-        "share.coordinator.state.topic.replication.factor": "1",
-        "share.coordinator.state.topic.min.isr": "1",
+        "transaction.state.log.replication.factor": replicas,
+        "transaction.state.log.min.isr": min_isr,
+        "share.coordinator.state.topic.replication.factor": replicas,
+        "share.coordinator.state.topic.min.isr": min_isr,
         "group.initial.rebalance.delay.ms": "0",
         "num.network.threads": "3",
         "num.io.threads": "4",
@@ -279,7 +303,9 @@ def broker_properties(settings: BrokerSettings, layout: DataDirLayout) -> dict[s
         properties["metric.reporters"] = settings.kafka_version.plugin_class
         properties["kip714.topic"] = settings.telemetry_topic
         properties["kip714.broker.metrics.interval.ms"] = str(settings.broker_metrics_interval_ms)
-        properties["kip714.bootstrap.servers"] = settings.bootstrap_servers
+        properties["kip714.bootstrap.servers"] = settings.cluster_bootstrap_servers
+        # Explicit, as production should set it: the first node up would otherwise see one live broker.
+        properties["kip714.topic.replication.factor"] = replicas
     properties.update(settings.overrides)
     return properties
 

@@ -1,13 +1,23 @@
-"""A handle on a running local broker for Python callers (the pytest fixtures, the demo, benchmarks)."""
+"""Handles on a running local cluster for Python callers (the pytest fixtures, the demo, benchmarks).
+
+``LocalKafkaCluster`` is one or more brokers (``brokers.py``); the single-broker attributes (``pid``,
+``node_id``, ``log_path``, ``settings``, ``state``) are those of its first node, so callers written for
+one broker work unchanged. ``kill`` and ``start_node`` are how tests and the demo fail a broker.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from kip714_dev.errors import LocalKafkaError
-from kip714_dev.local_kafka.broker_config import BrokerSettings
+from kip714_dev.local_kafka.broker_config import BrokerSettings, DataDirLayout
+from kip714_dev.local_kafka.brokers import start_cluster, stop_together
 from kip714_dev.local_kafka.launcher import (
     DEFAULT_READY_TIMEOUT_S,
     DEFAULT_STOP_TIMEOUT_S,
@@ -17,35 +27,116 @@ from kip714_dev.local_kafka.launcher import (
     start_broker,
     stop_broker,
 )
+from kip714_dev.local_kafka.process_control import is_our_broker, wait_for_exit
 from kip714_dev.local_kafka.state import LocalKafkaState
 
 
 @dataclass
-class LocalKafkaCluster:
-    """One running single-node Kafka: where to reach it, where it logs, and how to stop or restart it."""
+class LocalBroker:
+    """One node: its settings, the state it reported when it became ready, and whether it is stopped."""
 
     settings: BrokerSettings
     state: LocalKafkaState
     stopped: bool = field(default=False)
 
+    @property
+    def node_id(self) -> int:
+        return self.state.node_id
+
+    @property
+    def pid(self) -> int:
+        return self.state.pid
+
+    @property
+    def data_dir(self) -> Path:
+        return Path(self.state.data_dir)
+
+    def is_running(self) -> bool:
+        try:
+            return broker_status(self.data_dir) is not None
+        except BrokerNotReadyError:
+            return False
+
+    def stop(self, timeout_s: float = DEFAULT_STOP_TIMEOUT_S) -> StopOutcome:
+        outcome = stop_broker(self.data_dir, timeout_s)
+        self.stopped = True
+        return outcome
+
+    def kill(self) -> None:
+        """SIGKILL, as a crashed machine would: no clean shutdown, no controlled leader moves."""
+        layout = DataDirLayout(self.data_dir)
+        if is_our_broker(self.pid, layout.server_properties):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.pid, signal.SIGKILL)
+            if not wait_for_exit(self.pid, 10):
+                raise LocalKafkaError(f"broker pid {self.pid} survived SIGKILL; check the machine")
+        layout.pid_file.unlink(missing_ok=True)
+        layout.state_file.unlink(missing_ok=True)
+        self.stopped = True
+
+    def start(self, *, ready_timeout_s: float = DEFAULT_READY_TIMEOUT_S) -> None:
+        """Start again on the same ports and storage (not formatted again)."""
+        self.state = start_broker(self.settings, ready_timeout_s=ready_timeout_s).state
+        self.stopped = False
+
+
+@dataclass
+class LocalKafkaCluster:
+    """A running local Kafka of one or more brokers: where to reach it, how to stop, fail or restart it."""
+
+    brokers: list[LocalBroker]
+    root: Path
+
     @classmethod
     def start(
         cls,
-        settings: BrokerSettings,
+        settings: BrokerSettings | Sequence[BrokerSettings],
         *,
         ready_timeout_s: float = DEFAULT_READY_TIMEOUT_S,
         repair_cache: bool = True,
     ) -> LocalKafkaCluster:
-        started = start_broker(settings, ready_timeout_s=ready_timeout_s, repair_cache=repair_cache)
-        return cls(settings=replace(settings, data_dir=Path(started.state.data_dir)), state=started.state)
+        members = [settings] if isinstance(settings, BrokerSettings) else list(settings)
+        started = start_cluster(members, ready_timeout_s=ready_timeout_s, repair_cache=repair_cache)
+        brokers = [
+            LocalBroker(settings=replace(member, data_dir=Path(node.state.data_dir)), state=node.state)
+            for member, node in zip(members, started, strict=True)
+        ]
+        root = brokers[0].data_dir if len(brokers) == 1 else brokers[0].data_dir.parent
+        return cls(brokers=brokers, root=root)
+
+    # ---- the first node, for callers written for one broker ------------------------------------
+
+    @property
+    def settings(self) -> BrokerSettings:
+        return self.brokers[0].settings
+
+    @property
+    def state(self) -> LocalKafkaState:
+        return self.brokers[0].state
+
+    @property
+    def pid(self) -> int:
+        return self.brokers[0].pid
+
+    @property
+    def node_id(self) -> int:
+        return self.brokers[0].node_id
+
+    @property
+    def log_path(self) -> Path:
+        return Path(self.brokers[0].state.log_path)
+
+    # ---- the cluster ---------------------------------------------------------------------------
 
     @property
     def bootstrap_servers(self) -> str:
-        return self.state.bootstrap_servers
+        """Every node's PLAINTEXT listener (clients find the live ones)."""
+        return ",".join(broker.state.bootstrap_servers for broker in self.brokers)
 
     @property
     def sasl_bootstrap_servers(self) -> str | None:
-        return self.state.sasl_bootstrap_servers
+        servers = [b.state.sasl_bootstrap_servers for b in self.brokers if b.state.sasl_bootstrap_servers]
+        return ",".join(servers) if servers else None
 
     @property
     def sasl_users(self) -> dict[str, str]:
@@ -57,19 +148,11 @@ class LocalKafkaCluster:
 
     @property
     def data_dir(self) -> Path:
-        return Path(self.state.data_dir)
+        return self.root
 
     @property
-    def log_path(self) -> Path:
-        return Path(self.state.log_path)
-
-    @property
-    def pid(self) -> int:
-        return self.state.pid
-
-    @property
-    def node_id(self) -> int:
-        return self.state.node_id
+    def stopped(self) -> bool:
+        return all(broker.stopped for broker in self.brokers)
 
     @property
     def telemetry_topic(self) -> str:
@@ -84,8 +167,18 @@ class LocalKafkaCluster:
         """True when the KIP-714 broker plugin is on the classpath and configured as a metric reporter."""
         return self.plugin_jar is not None
 
+    def broker(self, node_id: int) -> LocalBroker:
+        for broker in self.brokers:
+            if broker.node_id == node_id:
+                return broker
+        raise LocalKafkaError(f"node_id: no broker {node_id} in this cluster ({self.node_ids})")
+
+    @property
+    def node_ids(self) -> list[int]:
+        return [broker.node_id for broker in self.brokers]
+
     def client_config(self, sasl_user: str | None = None, **extra: Any) -> dict[str, Any]:
-        """confluent-kafka settings for the PLAINTEXT listener, or SASL/PLAIN as ``sasl_user``."""
+        """confluent-kafka settings for the PLAINTEXT listeners, or SASL/PLAIN as ``sasl_user``."""
         config: dict[str, Any] = {"bootstrap.servers": self.bootstrap_servers}
         if sasl_user is not None:
             if self.sasl_bootstrap_servers is None or sasl_user not in self.settings.sasl_users:
@@ -101,19 +194,29 @@ class LocalKafkaCluster:
         return config
 
     def is_running(self) -> bool:
-        try:
-            return broker_status(self.data_dir) is not None
-        except BrokerNotReadyError:
-            return False
+        return all(broker.is_running() for broker in self.brokers)
+
+    def kill(self, node_id: int) -> LocalBroker:
+        """SIGKILL one node (the others keep serving); ``start_node`` brings it back."""
+        broker = self.broker(node_id)
+        broker.kill()
+        return broker
+
+    def start_node(self, node_id: int, *, ready_timeout_s: float = DEFAULT_READY_TIMEOUT_S) -> None:
+        self.broker(node_id).start(ready_timeout_s=ready_timeout_s)
 
     def stop(self, timeout_s: float = DEFAULT_STOP_TIMEOUT_S) -> StopOutcome:
-        outcome = stop_broker(self.data_dir, timeout_s)
-        self.stopped = True
-        return outcome
+        """Stop every running node at once; returns the first node's outcome."""
+        running = [broker for broker in self.brokers if not broker.stopped]
+        outcomes = stop_together([broker.data_dir for broker in running], timeout_s)
+        for broker in running:
+            broker.stopped = True
+        first = [o for broker, o in zip(running, outcomes, strict=True) if broker is self.brokers[0]]
+        return first[0] if first else StopOutcome(was_running=False, killed=False, pid=None)
 
     def restart(self, *, ready_timeout_s: float = DEFAULT_READY_TIMEOUT_S) -> None:
-        """Stop and start again on the same ports and storage (not formatted again)."""
+        """Stop and start every node again on the same ports and storage (not formatted again)."""
         self.stop()
-        started = start_broker(self.settings, ready_timeout_s=ready_timeout_s)
-        self.state = started.state
-        self.stopped = False
+        started = start_cluster([broker.settings for broker in self.brokers], ready_timeout_s=ready_timeout_s)
+        for broker, node in zip(self.brokers, started, strict=True):
+            broker.state, broker.stopped = node.state, False

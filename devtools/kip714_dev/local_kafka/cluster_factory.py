@@ -13,6 +13,7 @@ from typing import Final
 from airflow_provider_kip714.contract.topic import DEFAULT_TELEMETRY_TOPIC
 from kip714_dev.errors import LocalKafkaError
 from kip714_dev.local_kafka.broker_config import BrokerSettings
+from kip714_dev.local_kafka.brokers import cluster_settings
 from kip714_dev.local_kafka.cluster import LocalKafkaCluster
 from kip714_dev.local_kafka.plugin_jar import PLUGIN_JAR_ENV, default_plugin_jar
 from kip714_dev.local_kafka.ports import PortInUseError, free_ports
@@ -45,12 +46,16 @@ class LocalKafkaClusterFactory:
         with_plugin: bool = True,
         node_id: int = 1,
         name: str | None = None,
+        brokers: int = 1,
     ) -> LocalKafkaCluster:
-        """Start one more cluster on fresh free ports; the plugin jar is loaded when built."""
+        """Start one more cluster of ``brokers`` nodes on fresh free ports; the plugin jar is loaded
+        when built."""
         plugin_jar = self._plugin_jar() if with_plugin else None
         data_dir = self.base_dir / (name or f"kafka-{kafka_version}-{len(self.clusters) + 1}")
         for attempt in range(1, PORT_ATTEMPTS + 1):
-            port, controller_port, sasl_port = free_ports(3)
+            ports = free_ports(3 * brokers)
+            node_ports = [tuple(ports[3 * k : 3 * k + 3]) for k in range(brokers)]
+            port, controller_port, sasl_port = node_ports[0]
             settings = BrokerSettings(
                 data_dir=data_dir,
                 kafka_version=KafkaVersion.parse(kafka_version),
@@ -66,7 +71,7 @@ class LocalKafkaClusterFactory:
                 overrides=dict(overrides or {}),
             )
             try:
-                cluster = LocalKafkaCluster.start(settings)
+                cluster = LocalKafkaCluster.start(cluster_settings(settings, brokers, node_ports))
             except PortInUseError:
                 # Another process took a port between picking and binding; pick again.
                 if attempt == PORT_ATTEMPTS:

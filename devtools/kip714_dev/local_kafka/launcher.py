@@ -134,9 +134,16 @@ def storage_is_formatted(layout: DataDirLayout) -> bool:
 
 
 def format_storage_once(
-    java: Path, distribution: KafkaDistribution, settings: BrokerSettings, layout: DataDirLayout
+    java: Path,
+    distribution: KafkaDistribution,
+    settings: BrokerSettings,
+    layout: DataDirLayout,
+    cluster_id: str | None = None,
 ) -> bool:
-    """Run Kafka's storage tool the first time only; True when it formatted now."""
+    """Run Kafka's storage tool the first time only; True when it formatted now.
+
+    Every node of one cluster is formatted with the same ``cluster_id`` (a new one when ``None``).
+    """
     version = str(settings.kafka_version)
     if storage_is_formatted(layout):
         formatted_with = (
@@ -153,7 +160,14 @@ def format_storage_once(
         distribution,
         settings,
         layout,
-        [STORAGE_TOOL_CLASS, "format", "-t", new_cluster_id(), "-c", str(layout.server_properties)],
+        [
+            STORAGE_TOOL_CLASS,
+            "format",
+            "-t",
+            cluster_id or new_cluster_id(),
+            "-c",
+            str(layout.server_properties),
+        ],
     )
     try:
         completed = subprocess.run(
@@ -221,6 +235,16 @@ class StartedBroker:
     process: subprocess.Popen[bytes] | None
 
 
+@dataclass(frozen=True)
+class LaunchedBroker:
+    """A broker JVM that runs but has not been seen ready yet (``await_ready`` finishes the start)."""
+
+    settings: BrokerSettings
+    layout: DataDirLayout
+    process: subprocess.Popen[bytes]
+    formatted_now: bool
+
+
 def start_broker(
     settings: BrokerSettings,
     *,
@@ -228,6 +252,14 @@ def start_broker(
     repair_cache: bool = False,
 ) -> StartedBroker:
     """Start the broker detached and wait until it answers; refuse if this data dir's broker runs."""
+    return await_ready(launch_broker(settings, repair_cache=repair_cache), ready_timeout_s)
+
+
+def launch_broker(
+    settings: BrokerSettings, *, repair_cache: bool = False, cluster_id: str | None = None
+) -> LaunchedBroker:
+    """Format (first time only) and start the JVM detached, without waiting: the nodes of a quorum
+    only become ready together, so a cluster launches every node before it waits for any."""
     layout = DataDirLayout(settings.data_dir.resolve())
     running = running_broker_pid(layout.pid_file, layout.server_properties)
     if running is not None:
@@ -246,7 +278,7 @@ def start_broker(
     layout.root.mkdir(parents=True, exist_ok=True)
     settings = _with_resolved_data_dir(settings, layout)
     write_config_files(settings, layout)
-    formatted_now = format_storage_once(java, distribution, settings, layout)
+    formatted_now = format_storage_once(java, distribution, settings, layout, cluster_id)
     layout.state_file.unlink(missing_ok=True)
     command = java_command(
         java, distribution, settings, layout, [KAFKA_MAIN_CLASS, str(layout.server_properties)]
@@ -264,18 +296,29 @@ def start_broker(
             close_fds=True,
         )
     write_pid(layout.pid_file, process.pid)
+    return LaunchedBroker(settings=settings, layout=layout, process=process, formatted_now=formatted_now)
+
+
+def await_ready(launched: LaunchedBroker, ready_timeout_s: float = DEFAULT_READY_TIMEOUT_S) -> StartedBroker:
+    """Wait until the launched broker answers, then record its state; stop it if it never does."""
+    settings, layout, process = launched.settings, launched.layout, launched.process
     try:
         _wait_until_ready(process, settings, layout, ready_timeout_s)
     except BaseException:
-        with contextlib.suppress(LocalKafkaError):
-            terminate(process.pid, layout.server_properties, DEFAULT_STOP_TIMEOUT_S)
-        with contextlib.suppress(OSError, ValueError):
-            process.wait(timeout=1)
-        layout.pid_file.unlink(missing_ok=True)
+        abandon(launched)
         raise
     state = _state_for(settings, layout, process.pid)
     state.write(layout.state_file)
-    return StartedBroker(state=state, formatted_now=formatted_now, process=process)
+    return StartedBroker(state=state, formatted_now=launched.formatted_now, process=process)
+
+
+def abandon(launched: LaunchedBroker) -> None:
+    """Stop a broker whose start failed, and forget it."""
+    with contextlib.suppress(LocalKafkaError):
+        terminate(launched.process.pid, launched.layout.server_properties, DEFAULT_STOP_TIMEOUT_S)
+    with contextlib.suppress(OSError, ValueError, subprocess.TimeoutExpired):
+        launched.process.wait(timeout=1)
+    launched.layout.pid_file.unlink(missing_ok=True)
 
 
 def _with_resolved_data_dir(settings: BrokerSettings, layout: DataDirLayout) -> BrokerSettings:
