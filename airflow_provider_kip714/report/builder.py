@@ -18,11 +18,17 @@ from typing import Any
 
 import pandas as pd
 
+from airflow_provider_kip714.analytics.plots import Series, ThresholdLine, broker_png, metric_png, write_png
+from airflow_provider_kip714.analytics.tables import read_table
 from airflow_provider_kip714.contract.selectors import RULE_SELECTORS
 from airflow_provider_kip714.report import page
-from airflow_provider_kip714.report.plots import Series, ThresholdLine, plot_broker, plot_metric
-from airflow_provider_kip714.report.tables import read_zone_table
-from airflow_provider_kip714.storage.data_root import RunArea, safe_run_name
+from airflow_provider_kip714.storage.data_root import (
+    RunArea,
+    StoragePath,
+    fsspec_location,
+    is_local,
+    safe_run_name,
+)
 
 REPORT_FILE = "report.html"
 SUMMARY_FILE = "summary.json"
@@ -227,7 +233,7 @@ def _client_sections(
         part = by_client.get(instance)
         metrics = sorted(part["metric_name"].dropna().unique()) if part is not None else []
         section = ClientSection(identity=identity, metrics=len(metrics))
-        for metric in sorted(metrics, key=lambda m: ((instance, m) not in anomalous, m)):
+        for number, metric in enumerate(sorted(metrics, key=lambda m: ((instance, m) not in anomalous, m))):
             if (instance, metric) not in chosen:
                 continue
             rows = part[part["metric_name"] == metric]
@@ -235,8 +241,11 @@ def _client_sections(
             fields = ["signal", *sorted({f for f, _ in lines if f != "signal"})]
             unit = str(rows["metric_unit"].dropna().iloc[0]) if rows["metric_unit"].notna().any() else ""
             title = f"{identity.get('client_id', '?')} · {metric}"
-            image = plots_dir / f"client{index:03d}-{_file_part(metric)}.png"
-            plot_metric(image, title, unit, _metric_series(rows, fields), [line for _, line in lines])
+            # The number keeps names distinct when two metric names differ only in unsafe characters.
+            image = plots_dir / f"client{index:03d}-{number:03d}-{_file_part(metric)}.png"
+            write_png(
+                image, metric_png(title, unit, _metric_series(rows, fields), [line for _, line in lines])
+            )
             section.plots.append(
                 ClientPlot(metric, f"{PLOTS_DIR}/{image.name}", (instance, metric) in anomalous)
             )
@@ -249,7 +258,8 @@ def _broker_health(broker_metrics: pd.DataFrame, plots_dir: Path) -> tuple[list[
     images: list[str] = []
     if broker_metrics.empty:
         return rows, images
-    for (cluster, node), part in broker_metrics.groupby(["cluster_id", "broker_node_id"], dropna=False):
+    groups = broker_metrics.groupby(["cluster_id", "broker_node_id"], dropna=False)
+    for number, ((cluster, node), part) in enumerate(groups):
         exported = float(part["pushes_exported"].fillna(0).sum())
         throttled = float(part["throttled_pushes"].fillna(0).sum())
         errors = float(part["plugin_errors"].fillna(0).sum())
@@ -273,10 +283,18 @@ def _broker_health(broker_metrics: pd.DataFrame, plots_dir: Path) -> tuple[list[
                 "plugin_failing": bool(part["plugin_failing"].fillna(False).any()),
             }
         )
-        image = plots_dir / f"broker-{_file_part(str(cluster))}-{node}.png"
-        plot_broker(image, f"broker {node} ({cluster})", part)
+        image = plots_dir / f"broker{number:03d}-{_file_part(str(cluster))}-{_file_part(str(node))}.png"
+        write_png(image, broker_png(f"broker {node} ({cluster})", part))
         images.append(f"{PLOTS_DIR}/{image.name}")
     return rows, images
+
+
+def _remove_tree(path: StoragePath) -> None:
+    if is_local(path):
+        shutil.rmtree(path)
+    else:
+        filesystem, where = fsspec_location(path)
+        filesystem.rm(where, recursive=True)
 
 
 def build_report(
@@ -299,23 +317,21 @@ def build_report(
     if max_plots < 0:
         raise ValueError(f"max_plots: must be >= 0 (got {max_plots!r})")
     selectors = selector_map(client_selectors)
-    rollups = read_zone_table(zone, "rollups")
+    rollups = read_table(zone, "rollups")
     if not rollups.empty:
         rollups = _clip(rollups[rollups["record_type"] == "client"], "bucket_start", window, "bucket_end")
     rollups = _selected(rollups, selectors)
-    thresholds = read_zone_table(zone, "thresholds")
+    thresholds = read_table(zone, "thresholds")
     anomalies = _selected(
-        _clip(read_zone_table(zone, "anomalies"), "breach_start", window, "breach_end"), selectors
+        _clip(read_table(zone, "anomalies"), "breach_start", window, "breach_end"), selectors
     )
-    broker_metrics = _clip(read_zone_table(zone, "broker_metrics"), "bucket_start", window, "bucket_end")
-    broker_clients = _clip(
-        read_zone_table(zone, "broker_client_metrics"), "bucket_start", window, "bucket_end"
-    )
+    broker_metrics = _clip(read_table(zone, "broker_metrics"), "bucket_start", window, "bucket_end")
+    broker_clients = _clip(read_table(zone, "broker_client_metrics"), "bucket_start", window, "bucket_end")
 
     report_dir = zone.report
     plots_dir = report_dir / PLOTS_DIR
     if plots_dir.exists():
-        shutil.rmtree(plots_dir)  # a rerun replaces the report, no stale plots
+        _remove_tree(plots_dir)  # a rerun replaces the report, no stale plots
     plots_dir.mkdir(parents=True)
 
     sections, skipped = _client_sections(

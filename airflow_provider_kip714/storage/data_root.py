@@ -20,6 +20,7 @@ the layout is decided once:
 from __future__ import annotations
 
 import functools
+import hashlib
 import os
 import re
 from dataclasses import dataclass
@@ -32,7 +33,8 @@ if TYPE_CHECKING:
 
 DATA_DIR_ENV = "KIP714_DATA_DIR"
 ANALYTICS_TABLES = ("rollups", "thresholds", "anomalies", "broker_metrics")
-_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+_UNSAFE_SLUG = re.compile(r"[^A-Za-z0-9_-]+")
+_SLUG_LENGTH = 80
 _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 StoragePath: TypeAlias = "Path | ObjectStoragePath"
 """A local ``Path`` or an Airflow ``ObjectStoragePath`` (both support ``/``, ``exists``, ``open``)."""
@@ -117,8 +119,15 @@ def data_root() -> StoragePath:
 
 
 def safe_run_name(run_id: str) -> str:
-    """Run ids contain ':' and '+'; keep folder names portable and readable."""
-    return _UNSAFE.sub("_", run_id).strip("_") or "run"
+    """One folder name per run id: a readable slug plus a hash of the exact run id.
+
+    Run ids may hold ':', '+', '~', '/', or be ``.``/``..``; the slug alone would map ``a:b`` and
+    ``a+b`` to one folder and ``..`` onto the data root. The 16-hex-digit SHA-256 suffix makes distinct
+    run ids distinct folders, and the name holds only ``[A-Za-z0-9_-]``: never a separator or a dot.
+    """
+    slug = _UNSAFE_SLUG.sub("_", run_id).strip("_")[:_SLUG_LENGTH].strip("_") or "run"
+    digest = hashlib.sha256(run_id.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    return f"{slug}-{digest}"
 
 
 def _configured_data_dir() -> str | None:

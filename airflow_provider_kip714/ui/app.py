@@ -1,8 +1,10 @@
 """The FastAPI app behind the "Client telemetry" page, mounted by the plugin under ``/kip714``.
 
 Every route needs an Airflow user (the UI's JWT cookie, as for Airflow's own API); a browser
-without one is sent to Airflow's login page. All links are relative, so the page works both
-directly and inside the UI's iframe.
+without one is sent to Airflow's login page. What that user may see is Airflow's auth manager's
+decision (``access.py``). Client-controlled text (client ids, metric names, labels) and request
+text are data: templates autoescape, and error answers are plain text. All links are relative,
+so the page works both directly and inside the UI's iframe.
 """
 
 from __future__ import annotations
@@ -13,18 +15,27 @@ from typing import Any
 
 import pandas as pd
 from fastapi import Depends, FastAPI, HTTPException, Query, Request, status
-from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse, Response
-from jinja2 import Environment, FileSystemLoader, select_autoescape
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import FileResponse, HTMLResponse, PlainTextResponse, RedirectResponse, Response
+from jinja2 import Environment, FileSystemLoader
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from airflow_provider_kip714.analytics import tables as analytics_tables
-from airflow_provider_kip714.ui import charts, report_files, telemetry_view
-from airflow_provider_kip714.ui.subscriptions_view import load_subscriptions
+from airflow_provider_kip714.analytics import plots
+from airflow_provider_kip714.analytics.tables import read_table
+from airflow_provider_kip714.ui import access, report_files, telemetry_view
+from airflow_provider_kip714.ui.runs import SCHEDULED_KEY, RunChoice, find_run, run_choices
+from airflow_provider_kip714.ui.subscriptions_view import (
+    SubscriptionsView,
+    configured_conn_id,
+    load_subscriptions,
+)
 
 TEMPLATES = Environment(
     loader=FileSystemLoader(Path(__file__).parent / "templates"),
-    autoescape=select_autoescape(["html"]),
+    autoescape=True,  # every template, whatever its name: nothing it renders is trusted markup
 )
 PNG_HEADERS = {"Cache-Control": "no-store"}
+TEXT_HEADERS = {"X-Content-Type-Options": "nosniff", "Cache-Control": "no-store"}
 ROLLUP_LISTING_COLUMNS = [
     "client_instance_id",
     "client_id",
@@ -35,18 +46,25 @@ ROLLUP_LISTING_COLUMNS = [
 ROLLUP_CHART_COLUMNS = [*ROLLUP_LISTING_COLUMNS, "bucket_start", "attributes_key", "signal", "avg"]
 
 
-def _require_user() -> list[Any]:
-    """Airflow's own authentication dependency (absent only when running outside Airflow)."""
-    from airflow.api_fastapi.core_api.security import get_user
-
-    return [Depends(get_user)]
-
-
-def _zone_or_404(key: str) -> analytics_tables.ZoneChoice:
-    choice = analytics_tables.find_zone(key)
-    if choice is None:
-        raise HTTPException(status.HTTP_404_NOT_FOUND, f"zone: no analytics zone named {key!r}")
+def _run_or_404(key: str, user: Any) -> RunChoice:
+    """The run the user asked for; 404 alike for unknown runs and runs the user may not read."""
+    choice = find_run(key)
+    if choice is None or not access.may_read_runs(user, choice.owner_dag_id):
+        raise HTTPException(status.HTTP_404_NOT_FOUND, "run: no such run, or not yours to read")
     return choice
+
+
+def visible_runs(user: Any) -> list[RunChoice]:
+    return [choice for choice in run_choices() if access.may_read_runs(user, choice.owner_dag_id)]
+
+
+def _subscriptions(user: Any) -> SubscriptionsView:
+    if access.may_read_subscriptions(user):
+        return load_subscriptions()
+    hidden = ", ".join(access.subscription_dag_ids())
+    return SubscriptionsView(
+        conn_id=configured_conn_id(), error=f"hidden: you may not read the DAGs using it ({hidden})"
+    )
 
 
 def _format_cell(value: object) -> str:
@@ -65,24 +83,23 @@ def _records(frame: pd.DataFrame) -> list[dict[str, str]]:
     ]
 
 
-def render_page(zone_key: str, client: str | None) -> str:
+def render_page(run_key: str, client: str | None, user: Any) -> str:
     """Gather everything the page shows; each section copes with missing data on its own."""
-    choice = _zone_or_404(zone_key)
+    choice = _run_or_404(run_key, user)
     now = datetime.now(UTC)
-    rollups = analytics_tables.read_table(choice.zone, "rollups", columns=ROLLUP_LISTING_COLUMNS)
-    anomalies = analytics_tables.read_table(choice.zone, "anomalies")
-    broker_metrics = analytics_tables.read_table(choice.zone, "broker_metrics")
+    rollups = read_table(choice.zone, "rollups", columns=ROLLUP_LISTING_COLUMNS)
+    anomalies = read_table(choice.zone, "anomalies")
+    broker_metrics = read_table(choice.zone, "broker_metrics")
     clients = telemetry_view.clients(rollups, anomalies)
     selected = next((c for c in clients if c.client_instance_id == client), clients[0] if clients else None)
     metrics = telemetry_view.top_metrics(rollups, selected.client_instance_id, anomalies) if selected else []
-    subscriptions = load_subscriptions()
     template = TEMPLATES.get_template("telemetry.html")
     return template.render(
         now=now,
-        zone=choice,
-        zones=analytics_tables.zone_choices(),
+        run=choice,
+        runs=visible_runs(user),
         analytics_path=str(choice.zone.analytics),
-        subscriptions=subscriptions,
+        subscriptions=_subscriptions(user),
         anomalies=_records(telemetry_view.recent_anomalies(anomalies)),
         anomaly_count=len(anomalies),
         anomaly_columns=telemetry_view.ANOMALY_COLUMNS,
@@ -96,61 +113,84 @@ def render_page(zone_key: str, client: str | None) -> str:
     )
 
 
-def client_chart(zone_key: str, client: str, metric: str) -> bytes:
-    zone = _zone_or_404(zone_key).zone
+def client_chart(choice: RunChoice, client: str, metric: str) -> bytes:
+    zone = choice.zone
     selected = {"client_instance_id": client, "metric_name": metric}
-    rollups = analytics_tables.read_table(zone, "rollups", columns=ROLLUP_CHART_COLUMNS, equal=selected)
-    anomalies = analytics_tables.read_table(zone, "anomalies", equal=selected)
-    thresholds = analytics_tables.read_table(zone, "thresholds", equal={"metric_name": metric})
+    rollups = read_table(zone, "rollups", columns=ROLLUP_CHART_COLUMNS, equal=selected)
+    breaches = read_table(zone, "anomalies", equal=selected)  # already this client's and this metric's
+    thresholds = read_table(zone, "thresholds", equal={"metric_name": metric})
     series = telemetry_view.metric_series(rollups, client, metric)
-    breaches = anomalies  # already this client's and this metric's
     levels = sorted({float(v) for v in breaches.get("threshold", pd.Series(dtype=float)).dropna()})[:3]
     if not levels and not thresholds.empty:
         static = thresholds[(thresholds["metric_name"] == metric) & (thresholds["kind"] == "static")]
         levels = sorted({float(v) for v in static["threshold"].dropna()})[:3]
     label = str(rollups["client_id"].iloc[0]) if not rollups.empty else client
-    return charts.client_metric_png(series, metric, label, levels, breaches)
+    return plots.client_metric_png(series, metric, label, levels, breaches)
 
 
-def create_app() -> FastAPI:
-    app = FastAPI(
-        title="KIP-714 client telemetry", dependencies=_require_user(), docs_url=None, redoc_url=None
-    )
+def _plain_error(status_code: int, text: str) -> PlainTextResponse:
+    """Errors are text/plain: whatever the request put in them cannot become markup."""
+    return PlainTextResponse(f"{status_code}: {text}", status_code=status_code, headers=TEXT_HEADERS)
 
-    @app.exception_handler(HTTPException)
-    async def login_redirect(request: Request, err: HTTPException) -> Response:
+
+def _add_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(StarletteHTTPException)  # FastAPI's, and the router's own 404/405
+    async def login_redirect(request: Request, err: StarletteHTTPException) -> Response:
         if err.status_code == status.HTTP_401_UNAUTHORIZED and request.method == "GET":
             from airflow.api_fastapi.app import get_auth_manager
 
             return RedirectResponse(get_auth_manager().get_url_login(next_url=str(request.url)))
-        return HTMLResponse(f"<p>{err.status_code}: {err.detail}</p>", status_code=err.status_code)
+        return _plain_error(err.status_code, str(err.detail))
+
+    @app.exception_handler(RequestValidationError)
+    async def bad_parameter(request: Request, err: RequestValidationError) -> Response:
+        names = sorted({".".join(str(p) for p in e.get("loc", ())[1:]) or "request" for e in err.errors()})
+        return _plain_error(
+            status.HTTP_422_UNPROCESSABLE_ENTITY, f"bad or missing parameter: {', '.join(names)}"
+        )
+
+
+def create_app() -> FastAPI:
+    from airflow.api_fastapi.core_api.security import get_user
+
+    app = FastAPI(
+        title="KIP-714 client telemetry", dependencies=[Depends(get_user)], docs_url=None, redoc_url=None
+    )
+    _add_error_handlers(app)
+    User = Depends(get_user)
 
     @app.get("/", response_class=HTMLResponse)
-    def page(zone: str = analytics_tables.SCHEDULED_ZONE_KEY, client: str | None = None) -> HTMLResponse:
-        return HTMLResponse(render_page(zone, client))
+    def page(run: str = SCHEDULED_KEY, client: str | None = None, user: Any = User) -> HTMLResponse:
+        return HTMLResponse(render_page(run, client, user))
 
     @app.get("/charts/client.png")
     def client_png(
         client: str = Query(min_length=1),
         metric: str = Query(min_length=1),
-        zone: str = analytics_tables.SCHEDULED_ZONE_KEY,
+        run: str = SCHEDULED_KEY,
+        user: Any = User,
     ) -> Response:
-        return Response(client_chart(zone, client, metric), media_type="image/png", headers=PNG_HEADERS)
+        png = client_chart(_run_or_404(run, user), client, metric)
+        return Response(png, media_type="image/png", headers=PNG_HEADERS)
 
     @app.get("/charts/brokers.png")
-    def brokers_png(zone: str = analytics_tables.SCHEDULED_ZONE_KEY) -> Response:
-        broker_metrics = analytics_tables.read_table(_zone_or_404(zone).zone, "broker_metrics")
-        return Response(charts.broker_health_png(broker_metrics), media_type="image/png", headers=PNG_HEADERS)
+    def brokers_png(run: str = SCHEDULED_KEY, user: Any = User) -> Response:
+        broker_metrics = read_table(_run_or_404(run, user).zone, "broker_metrics")
+        return Response(plots.broker_health_png(broker_metrics), media_type="image/png", headers=PNG_HEADERS)
 
     @app.get("/reports/{run_folder}/")
-    def report_index(run_folder: str) -> Response:
+    def report_index(run_folder: str, user: Any = User) -> Response:
+        _run_or_404(run_folder, user)
         return RedirectResponse("report.html")
 
     @app.get("/reports/{run_folder}/{file_name}")
-    def report(run_folder: str, file_name: str) -> Response:
-        path = report_files.report_file(run_folder, file_name)
+    def report(run_folder: str, file_name: str, user: Any = User) -> Response:
+        choice = _run_or_404(run_folder, user)
+        path = report_files.report_file(choice.zone, file_name)
         if path is None:
             raise HTTPException(status.HTTP_404_NOT_FOUND, "report: no such report file")
-        return FileResponse(path, media_type=report_files.media_type(path))
+        if isinstance(path, Path):
+            return FileResponse(path, media_type=report_files.media_type(path))
+        return Response(path.read_bytes(), media_type=report_files.media_type(path))
 
     return app

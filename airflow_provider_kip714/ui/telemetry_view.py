@@ -1,6 +1,6 @@
 """What the page shows from one zone's analytics: anomalies, clients, their top metrics, broker health.
 
-Pure functions over the DataFrames from ``analytics_tables`` so they are testable without a server.
+Pure functions over the DataFrames from ``analytics.tables`` so they are testable without a server.
 """
 
 from __future__ import annotations

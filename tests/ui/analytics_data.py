@@ -6,6 +6,7 @@ files go under ``date=/hour=`` folders, so a schema change in the apps breaks th
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -16,7 +17,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from pyspark.sql import types as T
 
-from spark_apps.kip714_common.schemas import OUTPUT_PARTITION_COLUMNS, OUTPUT_SCHEMAS
+# The apps import their library as the top-level ``kip714_common`` (as under spark-submit).
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "spark_apps"))
+from kip714_common.schemas import OUTPUT_PARTITION_COLUMNS, OUTPUT_SCHEMAS
 
 _SIMPLE = {
     T.StringType: pa.string(),
@@ -70,11 +73,12 @@ def land_analytics(
     client_id: str = "orders-consumer-7",
     end: datetime | None = None,
     buckets: int = 12,
+    metric: str = "org.apache.kafka.consumer.fetch.manager.fetch.latency.avg",
+    attributes_key: str = "",
 ) -> Landed:
     """One client with a latency spike (and its anomaly), a quiet second client, one broker."""
     end = (end or datetime.now(UTC)).replace(second=0, microsecond=0)
     first = end - timedelta(minutes=buckets)
-    metric = "org.apache.kafka.consumer.fetch.manager.fetch.latency.avg"
     identity = {
         "client_instance_id": client_instance_id,
         "client_id": client_id,
@@ -104,7 +108,7 @@ def land_analytics(
                 **common,
                 **identity,
                 "metric_name": metric,
-                "attributes_key": "",
+                "attributes_key": attributes_key,
                 "signal": value,
                 "avg": value,
                 "min": value,

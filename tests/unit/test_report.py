@@ -281,11 +281,11 @@ def test_report_lists_anomaly_with_who_and_where_and_plots_every_metric(tmp_path
 
 
 def test_threshold_lines_follow_rule_scope(tmp_path: Path) -> None:
+    from airflow_provider_kip714.analytics.tables import read_table
     from airflow_provider_kip714.report.builder import _threshold_lines
-    from airflow_provider_kip714.report.tables import read_zone_table
 
     zone = make_zone(tmp_path / "zone")
-    thresholds = read_zone_table(zone, "thresholds")
+    thresholds = read_table(zone, "thresholds")
     group_by = ("client_software_name", "client_id")
     slow = _threshold_lines(thresholds, FETCH, CLIENTS["slow-consumer"], group_by)
     assert sorted(line.value for _, line in slow) == [500.0, 800.0]  # not the rule for client "nobody"
@@ -335,7 +335,7 @@ def test_empty_zone_renders_and_bad_budget_is_refused(tmp_path: Path) -> None:
 
 
 def test_far_away_thresholds_are_listed_not_drawn() -> None:
-    from airflow_provider_kip714.report.plots import Series, ThresholdLine, split_off_scale
+    from airflow_provider_kip714.analytics.plots import Series, ThresholdLine, split_off_scale
 
     series = [Series("signal", [START, START + timedelta(seconds=10)], [18.0, 26.0])]
     near, far, zero = ThresholdLine("near", 40.0), ThresholdLine("far", 5000.0), ThresholdLine("zero", 0.0)

@@ -42,9 +42,11 @@ def data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 @pytest.fixture
 def client(data_dir: Path) -> Iterator[TestClient]:
+    from airflow.api_fastapi import app as airflow_app
     from airflow.api_fastapi.auth.managers.simple.user import SimpleAuthManagerUser
     from airflow.api_fastapi.core_api.security import get_user
 
+    airflow_app.create_auth_manager()  # the configured one (simple) decides what the user may read
     app = create_app()
     app.dependency_overrides[get_user] = lambda: SimpleAuthManagerUser(username="tester", role="admin")
     with TestClient(app) as test_client:
@@ -82,7 +84,7 @@ def test_landed_analytics_show_anomalies_clients_and_brokers(client: TestClient,
     assert "fetch.latency.avg" in text[first_chart : first_chart + 400]
     assert "billing-producer" in text
     assert "144 pushes exported" in text
-    assert 'src="charts/brokers.png?zone=scheduled"' in text
+    assert 'src="charts/brokers.png?run=scheduled"' in text
 
 
 def test_charts_are_png_images(client: TestClient, data_dir: Path) -> None:
@@ -110,13 +112,13 @@ def test_troubleshooting_zone_and_its_report(client: TestClient, data_dir: Path)
 
     overview = client.get("/").text
     assert f'href="reports/{key}/report.html"' in overview
-    run_page = client.get("/", params={"zone": key}).text
+    run_page = client.get("/", params={"run": key}).text
     assert "payments-consumer" in run_page
     assert client.get(f"/reports/{key}/report.html").text.startswith("<h1>window report")
     assert client.get(f"/reports/{key}/latency.png").headers["content-type"] == "image/png"
     assert client.get(f"/reports/{key}/", follow_redirects=False).headers["location"] == "report.html"
-    assert client.get("/", params={"zone": "../../etc"}).status_code == 404
-    assert client.get("/", params={"zone": "no-such-run"}).status_code == 404
+    assert client.get("/", params={"run": "../../etc"}).status_code == 404
+    assert client.get("/", params={"run": "no-such-run"}).status_code == 404
 
 
 def test_anonymous_browser_is_sent_to_airflow_login(data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:

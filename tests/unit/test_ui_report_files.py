@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from airflow_provider_kip714.storage.data_root import RunArea
 from airflow_provider_kip714.ui.report_files import media_type, report_file
 
 
@@ -22,11 +23,15 @@ def root(tmp_path: Path) -> Path:
     return tmp_path
 
 
+def run(root: Path, folder: str = "run_1") -> RunArea:
+    return RunArea(root / "troubleshoot" / folder)
+
+
 def test_serves_report_files(root: Path) -> None:
-    found = report_file("run_1", "report.html", root)
+    found = report_file(run(root), "report.html")
     assert found == (root / "troubleshoot" / "run_1" / "report" / "report.html").resolve()
     assert media_type(found) == "text/html; charset=utf-8"
-    assert media_type(report_file("run_1", "plot.png", root)) == "image/png"
+    assert media_type(report_file(run(root), "plot.png")) == "image/png"
 
 
 @pytest.mark.parametrize(
@@ -34,15 +39,14 @@ def test_serves_report_files(root: Path) -> None:
     [
         ("run_1", "../../../secret.html"),
         ("run_1", "..\\secret.html"),
-        ("..", "secret.html"),
-        ("run_1/..", "report.html"),
+        ("run_1", "report.html\x00.png"),
         ("run_1", "escape.html"),
         ("run_1", ".hidden.html"),
         ("run_1", "notes.txt"),
         ("run_1", "missing.html"),
         ("run_2", "report.html"),
-        ("", "report.html"),
+        ("run_1", ""),
     ],
 )
 def test_refuses_anything_else(root: Path, run_folder: str, file_name: str) -> None:
-    assert report_file(run_folder, file_name, root) is None
+    assert report_file(run(root, run_folder), file_name) is None

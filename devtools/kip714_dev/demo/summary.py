@@ -5,9 +5,9 @@ from __future__ import annotations
 import uuid
 from datetime import datetime
 
-import pyarrow.dataset as ds
 from confluent_kafka import Consumer, TopicPartition
 
+from airflow_provider_kip714.analytics.tables import read_table
 from airflow_provider_kip714.contract.topic import DEFAULT_TELEMETRY_TOPIC, Header, RecordType
 from airflow_provider_kip714.storage.data_root import RunArea
 
@@ -55,15 +55,16 @@ def telemetry_seen(bootstrap: str, since: datetime, topic: str = DEFAULT_TELEMET
 
 def anomaly_lines(zone: RunArea) -> list[str]:
     """One readable line per anomaly, most severe and longest first."""
-    path = zone.table("anomalies")
-    if not path.is_dir() or not any(path.rglob("*.parquet")):
-        return []
-    table = ds.dataset(path, format="parquet", partitioning="hive").to_table()
     rows = sorted(
-        table.to_pylist(),
-        key=lambda r: (r["severity"] != "critical", -(r["duration_seconds"] or 0)),
+        read_table(zone, "anomalies").to_dict("records"),
+        key=lambda r: (r["severity"] != "critical", -_seconds(r["duration_seconds"])),
     )
     return [_anomaly_line(row) for row in rows]
+
+
+def _seconds(value: object) -> float:
+    """A duration from a pandas record: null (None or NaN) counts as 0."""
+    return float(value) if isinstance(value, int | float) and value == value else 0.0
 
 
 def _anomaly_line(row: dict[str, object]) -> str:
