@@ -21,18 +21,23 @@ import java.util.function.Supplier;
 /**
  * Creates the telemetry topic when missing, on the sender thread before the first send, with a
  * replication factor of min(3, live brokers) and min.insync.replicas one below it unless
- * configured. Retries while the cluster is still starting (or has fewer brokers than an explicit
- * replication factor), for at most {@link #PATIENCE_MS}; gives up (and sends anyway) sooner on an
- * error retrying cannot fix, such as a missing CREATE permission.
+ * configured. Brokers of a new cluster start together and each plugin at first sees only its own
+ * broker, so while fewer than 3 are live the count is taken again for up to {@link #SETTLE_MS}.
+ * Retries while the cluster is still starting (or has fewer brokers than an explicit replication
+ * factor), for at most {@link #PATIENCE_MS}; gives up (and sends anyway) sooner on an error retrying
+ * cannot fix, such as a missing CREATE permission.
  */
 final class TopicCreator {
     private static final Logger log = LoggerFactory.getLogger(TopicCreator.class);
     static final long PATIENCE_MS = 60_000L;
     static final long RETRY_MS = 1_000L;
+    static final long SETTLE_MS = 30_000L;
     static final int MAX_AUTOMATIC_REPLICATION_FACTOR = 3;
 
     /** The two admin calls the creator needs; a seam for tests. */
     interface TopicAdmin extends AutoCloseable {
+        boolean topicExists(String topic) throws InterruptedException, ExecutionException;
+
         int liveBrokers() throws InterruptedException, ExecutionException;
 
         void createTopic(NewTopic topic) throws InterruptedException, ExecutionException;
@@ -46,6 +51,9 @@ final class TopicCreator {
     private final BooleanSupplier running;
     private final Sleeper sleeper;
     private final LongSupplier clockMs;
+    private int mostLiveBrokersSeen;
+    private int liveBrokersLogged = -1;
+    private long settleUntilMs = -1;
 
     TopicCreator(PluginConfig config, Supplier<TopicAdmin> adminFactory, BooleanSupplier running, Sleeper sleeper,
                  LongSupplier clockMs) {
@@ -60,6 +68,11 @@ final class TopicCreator {
     static TopicAdmin kafkaAdmin(Map<String, Object> adminProps) {
         Admin admin = Admin.create(adminProps);
         return new TopicAdmin() {
+            @Override
+            public boolean topicExists(String topic) throws InterruptedException, ExecutionException {
+                return admin.listTopics().names().get().contains(topic);
+            }
+
             @Override
             public int liveBrokers() throws InterruptedException, ExecutionException {
                 return admin.describeCluster().nodes().get().size();
@@ -123,7 +136,16 @@ final class TopicCreator {
     /** True when done (created, exists, or failed for good); false to try again. */
     private boolean tryCreate(TopicAdmin admin) throws InterruptedException {
         try {
-            int liveBrokers = config.topicReplicationFactor > 0 ? -1 : admin.liveBrokers();
+            if (admin.topicExists(config.topic)) {
+                return true;
+            }
+            int liveBrokers = -1;
+            if (config.topicReplicationFactor <= 0) {
+                liveBrokers = settledLiveBrokers(admin);
+                if (liveBrokers < 0) {
+                    return false;
+                }
+            }
             NewTopic topic = newTopic(liveBrokers);
             admin.createTopic(topic);
             log.info("kip714 telemetry plugin created topic {}: replication factor {}{}, {}, partitions {}",
@@ -142,6 +164,27 @@ final class TopicCreator {
             log.info("kip714 telemetry plugin waiting for the cluster to create topic {}: {}", config.topic, cause.toString());
             return false;
         }
+    }
+
+    /**
+     * The most live brokers seen, once 3 were seen or {@link #SETTLE_MS} passed since the first
+     * count; -1 to count again later.
+     */
+    private int settledLiveBrokers(TopicAdmin admin) throws InterruptedException, ExecutionException {
+        mostLiveBrokersSeen = Math.max(mostLiveBrokersSeen, admin.liveBrokers());
+        long now = clockMs.getAsLong();
+        if (settleUntilMs < 0) {
+            settleUntilMs = now + SETTLE_MS;
+        }
+        if (mostLiveBrokersSeen >= MAX_AUTOMATIC_REPLICATION_FACTOR || now >= settleUntilMs) {
+            return mostLiveBrokersSeen;
+        }
+        if (liveBrokersLogged != mostLiveBrokersSeen) {
+            liveBrokersLogged = mostLiveBrokersSeen;
+            log.info("kip714 telemetry plugin sees {} live brokers; waiting up to {} ms for more before creating "
+                + "topic {}", mostLiveBrokersSeen, settleUntilMs - now, config.topic);
+        }
+        return -1;
     }
 
     NewTopic newTopic(int liveBrokers) {

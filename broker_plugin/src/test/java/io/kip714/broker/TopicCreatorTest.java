@@ -27,10 +27,18 @@ class TopicCreatorTest {
         final Deque<Object> liveBrokers = new ArrayDeque<>();
         final Deque<RuntimeException> createErrors = new ArrayDeque<>();
         final List<NewTopic> created = new ArrayList<>();
+        boolean exists;
+        int describes;
         boolean closed;
 
         @Override
+        public boolean topicExists(String topic) {
+            return exists;
+        }
+
+        @Override
         public int liveBrokers() throws ExecutionException {
+            describes++;
             Object next = liveBrokers.size() > 1 ? liveBrokers.poll() : liveBrokers.peek();
             if (next instanceof RuntimeException error) {
                 throw new ExecutionException(error);
@@ -120,6 +128,28 @@ class TopicCreatorTest {
         FakeAdmin denied = admin(3);
         denied.createErrors.add(new TopicAuthorizationException("no CREATE"));
         assertEquals(1, run(config(Map.of()), denied).created.size());
+    }
+
+    @Test
+    void brokersStartingTogetherAreWaitedForBeforeChoosingTheFactor() {
+        // Each broker's plugin starts with its broker; at first it sees only itself.
+        FakeAdmin startingTogether = admin(1, 1, 2, 2, 3);
+        NewTopic topic = run(config(Map.of()), startingTogether).created.get(0);
+        assertEquals(3, topic.replicationFactor());
+        assertEquals(Map.of("min.insync.replicas", "2"), topic.configs());
+
+        FakeAdmin alone = admin(1);
+        assertEquals(1, run(config(Map.of()), alone).created.get(0).replicationFactor());
+        assertTrue(alone.describes >= TopicCreator.SETTLE_MS / TopicCreator.RETRY_MS, "waited " + alone.describes);
+    }
+
+    @Test
+    void anExistingTopicIsLeftAloneWithoutWaiting() {
+        FakeAdmin existing = admin(1);
+        existing.exists = true;
+        run(config(Map.of()), existing);
+        assertEquals(0, existing.created.size());
+        assertEquals(0, existing.describes);
     }
 
     @Test
