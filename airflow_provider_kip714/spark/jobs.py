@@ -4,12 +4,19 @@ The master comes from the connection (``local[*]`` in the demo:
 ``AIRFLOW_CONN_SPARK_DEFAULT='{"conn_type":"spark","host":"local[*]"}'``), so pointing the DAGs at
 a cluster means changing the connection only. The shared library goes with ``--py-files``; its zip
 is built on the worker at run time (the ``kip714_common_zip()`` macro), not when the DAG is parsed.
+
+Object storage needs no change in the DAGs either: when a rendered ``--input``/``--output`` is a data
+root URL (``s3://<conn_id>@bucket/prefix``), the operator passes Spark the ``s3a://bucket/prefix`` path
+and the ``spark.hadoop.fs.s3a.*`` settings built from that Airflow connection. The s3a jars
+(hadoop-aws and the AWS SDK bundle) must be on the Spark hosts; ``KIP714_SPARK_EXTRA_CLASSPATH`` (or
+``[kip714] spark_extra_classpath``) puts them on the driver's and executors' classpath.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -17,7 +24,14 @@ from typing import Any
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 from airflow.sdk import Asset
 
-from airflow_provider_kip714.storage.data_root import RunArea
+from airflow_provider_kip714.storage.data_root import (
+    RunArea,
+    as_storage_path,
+    is_local,
+    spark_storage_conf,
+    spark_uri,
+    storage_uri,
+)
 from spark_apps.package import PERFORMANCE_CONF, application_args, application_path, build_common_zip
 
 SPARK_CONN_ID = "spark_default"
@@ -29,6 +43,8 @@ SPARK_CONF = {
 }
 """Small-data defaults: hourly intervals and troubleshooting windows are small; override per task."""
 ASSET_GROUP = "kip714"
+EXTRA_CLASSPATH_ENV = "KIP714_SPARK_EXTRA_CLASSPATH"
+_ROOT_FLAGS = frozenset({"--input", "--output"})
 
 
 def common_zip() -> str:
@@ -53,7 +69,59 @@ def spark_environment() -> dict[str, str]:
 
 def analytics_asset(zone: RunArea, table: str) -> Asset:
     """The Asset of one analytics table of the scheduled zone (``rollups``, ``anomalies``, ...)."""
-    return Asset(name=f"kip714_{table}", uri=zone.table(table).resolve().as_uri(), group=ASSET_GROUP)
+    return Asset(name=f"kip714_{table}", uri=storage_uri(zone.table(table)), group=ASSET_GROUP)
+
+
+def extra_classpath() -> str | None:
+    """Jars every Spark JVM needs beyond Spark's own (the s3a connector): environment, else airflow.cfg."""
+    configured = os.environ.get(EXTRA_CLASSPATH_ENV)
+    if configured:
+        return configured
+    try:
+        from airflow.configuration import conf
+    except Exception:
+        return None
+    return conf.get("kip714", "spark_extra_classpath", fallback=None) or None
+
+
+def storage_arguments(args: Sequence[str]) -> tuple[list[str], dict[str, str]]:
+    """``args`` with data-root URLs after ``--input``/``--output`` as Spark paths, plus the conf they need."""
+    rewritten = list(args)
+    conf: dict[str, str] = {}
+    for index in range(1, len(rewritten)):
+        if rewritten[index - 1] in _ROOT_FLAGS:
+            root = as_storage_path(rewritten[index])
+            if not is_local(root):
+                rewritten[index] = spark_uri(root)
+                conf.update(spark_storage_conf(root))
+        elif rewritten[index - 1] == "--rules":
+            rewritten[index] = local_copy(rewritten[index])
+    classpath = extra_classpath()
+    if classpath:
+        conf["spark.driver.extraClassPath"] = classpath
+        conf["spark.executor.extraClassPath"] = classpath
+    return rewritten, conf
+
+
+def local_copy(location: str) -> str:
+    """A rules file on object storage, copied to a local temp file: the driver (client mode) reads it."""
+    source = as_storage_path(location)
+    if is_local(source):
+        return location
+    handle, name = tempfile.mkstemp(prefix="kip714-rules-", suffix=".json")
+    with os.fdopen(handle, "wb") as target:
+        target.write(source.read_bytes())
+    return name
+
+
+class Kip714SparkSubmitOperator(SparkSubmitOperator):
+    """``SparkSubmitOperator`` that turns rendered data-root URLs into Spark paths and settings."""
+
+    def execute(self, context: Any) -> None:
+        args, storage_conf = storage_arguments([str(arg) for arg in self.application_args or []])
+        self.application_args = args
+        self.conf = {**storage_conf, **(self.conf or {})}
+        return super().execute(context)
 
 
 def spark_app_operator(
@@ -72,7 +140,7 @@ def spark_app_operator(
     **kwargs: Any,
 ) -> SparkSubmitOperator:
     """A ``SparkSubmitOperator`` for ``spark_apps/<app>.py``; every string argument may be a template."""
-    return SparkSubmitOperator(
+    return Kip714SparkSubmitOperator(
         task_id=task_id,
         conn_id=conn_id,
         application=str(application_path(app)),

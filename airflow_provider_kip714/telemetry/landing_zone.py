@@ -43,11 +43,12 @@ from typing import Any, Final
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from airflow_provider_kip714.exceptions import LandingError
 from airflow_provider_kip714.storage.data_root import StoragePath, as_storage_path, fsspec_location
-from airflow_provider_kip714.telemetry.lease import ZoneLease
+from airflow_provider_kip714.telemetry.lease import ZoneLease, fresh
 
 log = logging.getLogger(__name__)
 
@@ -153,7 +154,7 @@ class LandingZone:
     def prepare(self) -> None:
         """Pin the zone to its topic (refuse another topic's zone) and declare the marker protocol."""
         zone_file = self._join(ZONE_FILE)
-        if self.fs.exists(zone_file):
+        if fresh(self.fs).exists(zone_file):
             recorded = json.loads(self.fs.cat_file(zone_file)).get("topic")
             if recorded != self.topic:
                 raise LandingError(
@@ -163,7 +164,7 @@ class LandingZone:
         else:
             self._put(zone_file, json.dumps({"topic": self.topic}).encode())
         protocol_file = self._join(COMMITS_DIR, PROTOCOL_FILE)
-        if not self.fs.exists(protocol_file):
+        if not fresh(self.fs).exists(protocol_file):
             self._adopt_pre_marker_chunks()
             self._put(protocol_file, PROTOCOL.encode())
 
@@ -188,7 +189,8 @@ class LandingZone:
         committed = self.committed()
         orphans = [path for path in self._data_files() if _entry(path) not in committed]
         if orphans:
-            self.fs.rm(orphans)
+            for orphan in orphans:  # one DeleteObject each: S3Proxy refuses DeleteObjects with SDK checksums
+                self.fs.rm_file(orphan)
             log.warning(
                 "landing zone %s: removed %d file(s) left by an interrupted run", self.root, len(orphans)
             )
@@ -247,10 +249,15 @@ class LandingZone:
 
     def committed_files(self, table: str) -> list[str]:
         """Paths (in ``self.fs``) of ``table``'s committed files: raw, datapoints or quarantine."""
-        if not self.fs.exists(self._join(COMMITS_DIR)):
+        if not fresh(self.fs).exists(self._join(COMMITS_DIR)):
             return sorted(path for path in self._find(self._join(table)) if path.endswith(DATA_SUFFIX))
         committed = self.committed()
         return sorted(path for path in self._find(self._join(table)) if _entry(path) in committed)
+
+    def arrow_files(self, table: str) -> tuple[pafs.FileSystem, list[str]]:
+        """Committed files of ``table`` for pyarrow: ``ds.dataset(files, filesystem=fs)``."""
+        filesystem = pafs.LocalFileSystem() if self.local else pafs.PyFileSystem(pafs.FSSpecHandler(self.fs))
+        return filesystem, self.committed_files(table)
 
     def read_table(self, table: str, columns: list[str] | None = None) -> pa.Table:
         """``table``'s committed rows (an empty table when nothing is landed)."""
@@ -287,12 +294,14 @@ class LandingZone:
                 os.close(descriptor)
 
     def _names(self, directory: str) -> list[str]:
-        if not self.fs.exists(directory):
+        if not fresh(self.fs).exists(directory):
             return []
-        return [str(entry).rstrip("/").rsplit("/", 1)[-1] for entry in self.fs.ls(directory, detail=False)]
+        return [
+            str(entry).rstrip("/").rsplit("/", 1)[-1] for entry in fresh(self.fs).ls(directory, detail=False)
+        ]
 
     def _find(self, directory: str) -> list[str]:
-        return list(self.fs.find(directory)) if self.fs.exists(directory) else []
+        return list(fresh(self.fs).find(directory)) if fresh(self.fs).exists(directory) else []
 
     def _data_files(self) -> Iterable[str]:
         for table in (RAW_DIR, DATAPOINTS_DIR, QUARANTINE_DIR):

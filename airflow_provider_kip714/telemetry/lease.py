@@ -42,6 +42,13 @@ DEFAULT_TTL_S: Final = 60.0
 ACQUIRE_ATTEMPTS: Final = 6
 
 
+def fresh(fs: Any) -> Any:
+    """``fs`` with its listing cache dropped: s3fs caches listings per process, and the protocol needs
+    every listing to show what any process wrote before it (S3 itself is strongly consistent)."""
+    fs.invalidate_cache()
+    return fs
+
+
 @dataclass(frozen=True)
 class Claim:
     name: str
@@ -111,7 +118,7 @@ class ZoneLease:
                 self._renewer = threading.Thread(target=self._renew_loop, name="kip714-lease", daemon=True)
                 self._renewer.start()
                 return
-            self.fs.rm(self._path(name))
+            self.fs.rm_file(self._path(name))
             time.sleep(random.uniform(0.1, 0.5) * (attempt + 1))
         raise LandingError(f"out_dir: could not take the lease of {self.label} (contended); try again")
 
@@ -133,8 +140,8 @@ class ZoneLease:
             self._renewer.join(timeout=30)
         if self._claim_name is not None and self._lost is None:
             path = self._path(self._claim_name)
-            if self.fs.exists(path):
-                self.fs.rm(path)
+            if fresh(self.fs).exists(path):
+                self.fs.rm_file(path)
         self._claim_name = None
 
     # ---- internals -----------------------------------------------------------------------------
@@ -157,10 +164,10 @@ class ZoneLease:
         self._valid_until = started + self.ttl_s - self.margin_s
 
     def _claims(self) -> list[Claim]:
-        if not self.fs.exists(self.directory):
+        if not fresh(self.fs).exists(self.directory):
             return []
         claims = []
-        for path in sorted(self.fs.ls(self.directory, detail=False)):
+        for path in sorted(fresh(self.fs).ls(self.directory, detail=False)):
             name = str(path).rsplit("/", 1)[-1]
             try:
                 body = json.loads(self.fs.cat_file(path))
@@ -178,7 +185,7 @@ class ZoneLease:
         for claim in self._claims():
             if claim.name != self._claim_name and not claim.live(now):
                 log.warning("landing zone %s: taking over from dead claim %s", self.label, claim.describe())
-                self.fs.rm(self._path(claim.name))
+                self.fs.rm_file(self._path(claim.name))
 
     def _renew_loop(self) -> None:
         while not self._stop.wait(self.ttl_s / 3):

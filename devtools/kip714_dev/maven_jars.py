@@ -1,0 +1,139 @@
+"""Sets of jars from Maven Central, resolved once into the local cache (``~/.cache/kip714/<name>/``).
+
+The S3 server (S3Proxy) and Spark's s3a connector (hadoop-aws and the AWS SDK bundle, 686 MB) come
+from Maven Central like Kafka does. This reuses ``local_kafka.distribution``'s cache root, lock,
+staging-then-rename and manifest check, so an interrupted download never leaves a half cache and a
+second start never downloads again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import shutil
+import subprocess
+import tempfile
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+from xml.sax.saxutils import escape
+
+from kip714_dev.errors import LocalKafkaError
+from kip714_dev.local_kafka.distribution import (
+    LIBS_DIR_NAME,
+    MANIFEST_NAME,
+    MAVEN_TIMEOUT_S,
+    _dependency_xml,
+    _find_maven,
+    _maven_error_summary,
+    _resolution_lock,
+    _swap_into_place,
+    cache_root,
+)
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class JarSet:
+    """A named set of Maven coordinates (``group:artifact:version``)."""
+
+    name: str
+    coordinates: tuple[str, ...]
+    transitive: bool = True
+
+    def home(self, root: Path | None = None) -> Path:
+        return (root or cache_root()) / self.name
+
+
+def classpath(jar_set: JarSet, root: Path | None = None) -> list[Path]:
+    """The cached jars of ``jar_set``, resolving them with Maven on first use."""
+    home = jar_set.home(root)
+    cached = _checked(home, jar_set)
+    if cached is not None:
+        return cached
+    home.parent.mkdir(parents=True, exist_ok=True)
+    with _resolution_lock(home):
+        cached = _checked(home, jar_set)
+        if cached is not None:
+            return cached
+        _resolve_into(home, jar_set, _find_maven())
+    checked = _checked(home, jar_set)
+    if checked is None:
+        raise LocalKafkaError(f"{jar_set.name}: the jars resolved into {home} do not match their manifest")
+    return checked
+
+
+def _checked(home: Path, jar_set: JarSet) -> list[Path] | None:
+    """The jars when the manifest matches them (sizes, readable zips); ``None`` when absent or damaged."""
+    try:
+        manifest = json.loads((home / MANIFEST_NAME).read_text())
+        jars = {str(name): int(size) for name, size in manifest["jars"].items()}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+    if manifest.get("coordinates") != list(jar_set.coordinates) or not jars:
+        return None
+    libs = home / LIBS_DIR_NAME
+    for name, size in jars.items():
+        jar = libs / name
+        try:
+            if jar.stat().st_size != size:
+                return None
+            with zipfile.ZipFile(jar):
+                pass
+        except (OSError, zipfile.BadZipFile):
+            return None
+    return sorted(libs / name for name in jars)
+
+
+def _pom(jar_set: JarSet) -> str:
+    dependencies = "".join(_dependency_xml(*coordinate.split(":")) for coordinate in jar_set.coordinates)
+    return (
+        '<?xml version="1.0" encoding="UTF-8"?>\n'
+        '<project xmlns="http://maven.apache.org/POM/4.0.0">\n'
+        "  <modelVersion>4.0.0</modelVersion>\n"
+        "  <groupId>io.kip714.local</groupId>\n"
+        f"  <artifactId>{escape(jar_set.name)}</artifactId>\n"
+        "  <version>1</version>\n"
+        "  <packaging>pom</packaging>\n"
+        f"  <dependencies>{dependencies}</dependencies>\n"
+        "</project>\n"
+    )
+
+
+def _resolve_into(home: Path, jar_set: JarSet, maven: str) -> None:
+    staging = Path(tempfile.mkdtemp(prefix=f"{home.name}.partial-", dir=home.parent))
+    staging.chmod(0o755)
+    try:
+        pom = staging / "pom.xml"
+        pom.write_text(_pom(jar_set))
+        libs = staging / LIBS_DIR_NAME
+        log.info("Resolving %s from Maven Central into %s (once)", ", ".join(jar_set.coordinates), home)
+        command = [maven, "-B", "-q", "-f", str(pom), "dependency:copy-dependencies"]
+        command += ["-DincludeScope=runtime", f"-DoutputDirectory={libs}"]
+        if not jar_set.transitive:
+            command.append("-DexcludeTransitive=true")
+        try:
+            completed = subprocess.run(
+                command, capture_output=True, text=True, timeout=MAVEN_TIMEOUT_S, check=False
+            )
+        except OSError as err:
+            raise LocalKafkaError(f"could not run Maven ({maven}): {err}") from err
+        except subprocess.TimeoutExpired as err:
+            raise LocalKafkaError(
+                f"Maven did not resolve {jar_set.name} within {MAVEN_TIMEOUT_S} s; check Maven Central access"
+            ) from err
+        if completed.returncode != 0:
+            raise LocalKafkaError(
+                f"Maven could not resolve {', '.join(jar_set.coordinates)}: "
+                f"{_maven_error_summary(completed.stdout + completed.stderr)}"
+            )
+        jars = {jar.name: jar.stat().st_size for jar in sorted(libs.glob("*.jar"))}
+        manifest = {"coordinates": list(jar_set.coordinates), "jars": jars}
+        (staging / MANIFEST_NAME).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+        _swap_into_place(staging, home)
+    finally:
+        with contextlib.suppress(OSError):
+            if staging.exists():
+                shutil.rmtree(staging, ignore_errors=True)
