@@ -20,7 +20,15 @@ from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from functools import reduce
 
-from kip714_common.baselines import BASELINE_KEYS, BaselineSettings, client_group_column, learn_baselines
+from kip714_common.baselines import (
+    BASELINE_KEYS,
+    PEER_KINDS,
+    BaselineSettings,
+    PeerSettings,
+    client_group_column,
+    learn_baselines,
+    peer_candidates,
+)
 from kip714_common.breaches import (
     DEFAULT_MAX_GAP_BUCKETS,
     RULE_COLUMNS,
@@ -44,7 +52,15 @@ APP_NAME = "kip714-anomalies"
 STATIC_RULE_SCHEMA = StructType(THRESHOLD_SCHEMA.fields[:9])
 """The threshold columns a static rule fills (kind .. min_duration_seconds)."""
 PRINTED_ANOMALIES = 20
-JUDGED_COLUMNS = ("metric_name", "attributes", "attributes_key", "bucket_start", "bucket_seconds", "signal")
+JUDGED_COLUMNS = (
+    "metric_name",
+    "attributes",
+    "attributes_key",
+    "bucket_start",
+    "bucket_seconds",
+    "signal",
+    "resource_attributes",  # group_id of consumers, for peer baselines
+)
 """Rollup columns every candidate needs besides the client's; rules add their ``field``."""
 CANDIDATE_COLUMNS = (
     *RULE_COLUMNS,
@@ -78,7 +94,28 @@ def build_parser():  # type: ignore[no-untyped-def]
         help="a breach survives this many non-breaching buckets in a row (default 1; 0 = none)",
     )
     parser.add_argument("--no-baselines", action="store_true", help="static rules only")
+    parser.add_argument(
+        "--peer-groups",
+        default="group_id,client_id_pattern",
+        help=f"peer baselines among {', '.join(PEER_KINDS)}, comma-separated; 'none' turns them off",
+    )
+    parser.add_argument("--min-peers", type=int, default=3, help="clients a peer group needs (default 3)")
+    parser.add_argument(
+        "--peer-absolute-floor", type=float, default=0.05, help="peers' scale floor when their median is 0"
+    )
     return parser
+
+
+def _peer_settings(namespace) -> PeerSettings:  # type: ignore[no-untyped-def]
+    text = namespace.peer_groups.strip()
+    kinds = () if text == "none" else tuple(part.strip() for part in text.split(",") if part.strip())
+    if any(kind not in PEER_KINDS for kind in kinds):
+        raise SparkAppInputError("--peer-groups", f"must list among {', '.join(PEER_KINDS)} or be none", text)
+    if namespace.min_peers < 3:
+        raise SparkAppInputError("--min-peers", "must be >= 3 (a median of two cannot tell who deviates)")
+    if namespace.peer_absolute_floor <= 0:
+        raise SparkAppInputError("--peer-absolute-floor", "must be > 0", namespace.peer_absolute_floor)
+    return PeerSettings(kinds, namespace.min_peers, namespace.peer_absolute_floor)
 
 
 def _settings(namespace) -> BaselineSettings:  # type: ignore[no-untyped-def]
@@ -214,6 +251,8 @@ def static_candidates(current: DataFrame, rules: list[StaticRule]) -> DataFrame 
         "kind": F.lit("static"),
         "metric_name": F.col("metric_name"),
         "client_group": F.col("client_group"),
+        "baseline_kind": F.lit(None).cast("string"),
+        "peer_group": F.lit(None).cast("string"),
     }
     columns = [
         (from_row[name] if name in from_row else F.col(f"_rule.{name}")).alias(name)
@@ -240,6 +279,8 @@ def baseline_candidates(current: DataFrame, baselines: DataFrame, min_duration: 
             F.col("history_buckets").cast("string"),
             F.lit(" buckets before the window"),
         ).alias("description"),
+        F.lit("own").alias("baseline_kind"),
+        F.lit(None).cast("string").alias("peer_group"),
         *CLIENT_IDENTITY_COLUMNS,
         "attributes",
         "attributes_key",
@@ -329,6 +370,7 @@ def run(argv: Sequence[str] | None = None, spark: SparkSession | None = None) ->
     if namespace.max_gap_buckets < 0:
         raise SparkAppInputError("--max-gap-buckets", "must be >= 0", namespace.max_gap_buckets)
     rules = load_rules(namespace.rules, common.metric_aliases)
+    _peer_settings(namespace)  # checked here, before Spark starts; built again below
     spark = configure(spark) if spark is not None else get_session(APP_NAME)
 
     interval = common.interval
@@ -369,6 +411,9 @@ def run(argv: Sequence[str] | None = None, spark: SparkSession | None = None) ->
             learned = learn_baselines(history_rows.withColumn("client_group", client_group), settings)
             baselines = learned.persist()
             candidates.append(baseline_candidates(current, baselines, baseline_for))
+    peers = _peer_settings(namespace)
+    if peers.kinds and not namespace.no_baselines:
+        candidates.append(peer_candidates(current, settings, peers, baseline_for))
 
     learned = thresholds_frame(spark, baselines, rules, interval, settings, baseline_for)
     write_table(learned, common.output, "thresholds", interval)

@@ -85,3 +85,104 @@ def learn_baselines(history: DataFrame, settings: BaselineSettings) -> DataFrame
             "critical_threshold", F.col("median") + settings.critical_factor * settings.k * F.col("scale")
         )
     )
+
+
+PEER_KINDS = ("group_id", "client_id_pattern", "software", "principal")
+"""Peer groups a client can be compared with (``--peer-groups``)."""
+DEFAULT_PEER_KINDS = ("group_id", "client_id_pattern")
+"""On by default: members of one consumer group or one application do the same work. Software version
+and principal are opt-in: they pool applications whose normal levels differ (a busy and an idle producer)."""
+PEER_KEYS = ("peer_group", "metric_name", "attributes_key", "bucket_start")
+CLIENT_ID_NUMBER = r"[-_.]?[0-9]+$"
+"""What ``client_id_pattern`` strips: ``orders-consumer-3`` is a peer of ``orders-consumer-1``."""
+
+
+@dataclass(frozen=True)
+class PeerSettings:
+    kinds: tuple[str, ...] = DEFAULT_PEER_KINDS
+    min_peers: int = 3
+    """A median needs at least three clients to say which one deviates."""
+    absolute_floor: float = 0.05
+    """Peers' scale floor when their median is 0 (ratios such as poll idle live in [0, 1])."""
+
+
+def peer_group_column(kind: str) -> Column:
+    """The peer group a rollup row belongs to for ``kind`` (``group_id=orders``...), null when none."""
+
+    def labelled(label: str, value: Column) -> Column:
+        return F.when(F.coalesce(value, F.lit("")) != "", F.concat(F.lit(label), value))
+
+    if kind == "group_id":
+        return labelled("group_id=", F.col("resource_attributes")["group_id"])
+    if kind == "client_id_pattern":
+        return labelled("client_id~", F.regexp_replace(F.col("client_id"), CLIENT_ID_NUMBER, ""))
+    if kind == "software":
+        version = F.concat_ws(" ", F.col("client_software_name"), F.col("client_software_version"))
+        return labelled("software=", F.when(F.col("client_software_name").isNotNull(), version))
+    if kind == "principal":
+        return labelled("principal=", F.col("principal"))
+    raise ValueError(f"peer group kind must be one of {PEER_KINDS}, got {kind!r}")
+
+
+def peer_candidates(
+    current: DataFrame, baseline: BaselineSettings, peers: PeerSettings, min_duration: int
+) -> DataFrame:
+    """Anomaly candidates from peers: per bucket, a client's distance from its peers' median signal.
+
+    Cross-sectional, so a client that was already bad before the window is caught: per peer group,
+    metric, label set and bucket, the median and MAD over the clients in it (at least ``min_peers``).
+    ``observed`` is ``|signal - median| / scale`` (scale as for own baselines, with the peers' floor), so
+    ``peak_value`` says how many scales the client sat from its peers; it breaches above ``k``.
+    """
+    clock = reduce(Column.__or__, [F.col("metric_name").endswith(s) for s in UNBASELINED_SUFFIXES])
+    groups = F.array(*[peer_group_column(kind) for kind in peers.kinds])
+    keyed = (
+        current.where(is_finite(F.col("signal")) & ~clock)
+        .withColumn("peer_group", F.explode(groups))
+        .where(F.col("peer_group").isNotNull())
+    )
+    medians = (
+        keyed.groupBy(*PEER_KEYS)
+        .agg(
+            F.percentile_approx("signal", 0.5, APPROX_ACCURACY).alias("peer_median"),
+            F.count_distinct("client_instance_id").alias("peers"),
+        )
+        .where(F.col("peers") >= peers.min_peers)
+    )
+    judged = keyed.join(medians, list(PEER_KEYS))
+    mads = judged.groupBy(*PEER_KEYS).agg(
+        F.percentile_approx(F.abs(F.col("signal") - F.col("peer_median")), 0.5, APPROX_ACCURACY).alias("mad")
+    )
+    floor = F.greatest(F.abs(F.col("peer_median")) * baseline.relative_floor, F.lit(peers.absolute_floor))
+    scale = F.greatest(F.col("mad") * NORMAL_CONSISTENCY, floor)
+    distance = F.abs(F.col("signal") - F.col("peer_median")) / scale
+    return judged.join(mads, list(PEER_KEYS)).select(
+        F.lit("baseline").alias("kind"),
+        F.concat(F.lit("peers:"), F.col("metric_name")).alias("rule_name"),
+        "metric_name",
+        F.lit("peer_deviation").alias("field"),
+        F.col("peer_group").alias("client_group"),
+        F.lit(">").alias("comparison"),
+        F.lit(baseline.k).cast("double").alias("threshold"),
+        F.lit(baseline.critical_factor * baseline.k).cast("double").alias("critical_threshold"),
+        F.lit(min_duration).alias("min_duration_seconds"),
+        F.lit(
+            "differs from the median of its peers (same bucket) by more than k x their MAD; "
+            "values in units of the peers' scale"
+        ).alias("description"),
+        F.lit("peers").alias("baseline_kind"),
+        "peer_group",
+        "client_instance_id",
+        "client_instance_id_hex",
+        "client_id",
+        "client_software_name",
+        "client_software_version",
+        "client_source_address",
+        "principal",
+        "attributes",
+        "attributes_key",
+        "bucket_start",
+        "bucket_seconds",
+        distance.alias("observed"),
+        F.coalesce(distance > F.lit(baseline.k), F.lit(False)).alias("breached"),
+    )

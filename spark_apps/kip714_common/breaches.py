@@ -32,6 +32,8 @@ RULE_COLUMNS = (
     "critical_threshold",
     "min_duration_seconds",
     "description",
+    "baseline_kind",  # own | peers (null for a static rule)
+    "peer_group",  # the peers' group for a peer baseline, e.g. group_id=orders
 )
 SERIES_COLUMNS = (*CLIENT_IDENTITY_COLUMNS, "attributes_key")
 DEFAULT_MAX_GAP_BUCKETS = 1

@@ -157,6 +157,8 @@ ANOMALY_SCHEMA = _struct(
         ("breached_buckets", LongType()),
         ("min_duration_seconds", IntegerType()),
         ("description", StringType()),
+        ("baseline_kind", StringType()),  # own | peers; null for a static rule
+        ("peer_group", StringType()),  # peers only: group_id=..., client_id~..., software=..., principal=...
         *_PARTITION,
     ]
 )

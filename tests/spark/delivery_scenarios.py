@@ -155,3 +155,40 @@ def write_convergence_scenario(root: str) -> ConvergenceScenario:
         ones = np.ones(every.shape)
         writer.write(series_table([outsider], metric, "gauge", None, {}, every[None, :], ones[None, :]))
     return ConvergenceScenario(subscribed_at, delays, outsider)
+
+
+POLL_IDLE = "org.apache.kafka.consumer.poll.idle.ratio.avg"
+
+
+@dataclass(frozen=True)
+class PeerScenario:
+    slow: SyntheticClient
+    peers: tuple[SyntheticClient, ...]
+    group: str
+
+
+def write_peer_scenario(root: str, seed: int = 11) -> PeerScenario:
+    """13:00-15:00: four consumers of group ``audit`` push poll idle ratio every 10 s; three idle about
+    0.9 of the time, ``audit-consumer-slow`` about 0.02 all along (it was slow before any window, so only
+    its peers show it)."""
+    rng = np.random.default_rng(seed)
+    writer = LandingWriter(root)
+    every = push_times(DAY.replace(hour=13), DAY.replace(hour=15))
+    peers = tuple(make_client(60 + i, client_id=f"audit-consumer-{i}") for i in range(1, 4))
+    slow = make_client(64, client_id="audit-consumer-slow")
+    for client in (*peers, slow):
+        level = 0.02 if client is slow else 0.9
+        values = np.clip(level + rng.normal(0, 0.01, size=every.shape), 0, 1)
+        writer.write(
+            series_table(
+                [client],
+                POLL_IDLE,
+                "gauge",
+                None,
+                {},
+                every[None, :],
+                values[None, :],
+                resource_attributes={"group_id": "audit", "member_id": client.client_id},
+            )
+        )
+    return PeerScenario(slow, peers, "audit")
