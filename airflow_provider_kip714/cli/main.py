@@ -14,35 +14,55 @@ import logging
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from importlib.metadata import entry_points
+from typing import NoReturn
 
 from airflow_provider_kip714.exceptions import Kip714Error
 
-COMMAND_MODULES = (
-    "airflow_provider_kip714.cli.subscriptions",
-    "airflow_provider_kip714.cli.telemetry",
-)
+COMMAND_MODULES = {
+    "subscriptions": "airflow_provider_kip714.cli.subscriptions",
+    "telemetry": "airflow_provider_kip714.cli.telemetry",
+}
 PLUGIN_GROUP = "kip714.cli"
 
 
-def _registrars() -> Iterator[Callable[[argparse._SubParsersAction], None]]:
-    for module_name in COMMAND_MODULES:
-        yield importlib.import_module(module_name).register
+def _registrars(wanted: str | None = None) -> Iterator[Callable[[argparse._SubParsersAction], None]]:
+    """Every group's ``register``, or only the named group's (its module alone is imported: a
+    ``kip714 subscriptions`` call does not pay for the telemetry decoder's imports)."""
+    for name, module_name in COMMAND_MODULES.items():
+        if wanted in (None, name):
+            yield importlib.import_module(module_name).register
     for entry_point in sorted(entry_points(group=PLUGIN_GROUP), key=lambda ep: ep.name):
-        yield entry_point.load()
+        if wanted in (None, entry_point.name):
+            yield entry_point.load()
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="kip714", description="Kafka KIP-714 client metrics tools.")
+def _command_of(argv: Sequence[str]) -> str | None:
+    """The group the arguments name (the first non-option word), when it is a known one."""
+    first = next((arg for arg in argv if not arg.startswith("-")), None)
+    known = {*COMMAND_MODULES, *(ep.name for ep in entry_points(group=PLUGIN_GROUP))}
+    return first if first in known else None
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line (``kip714: error: ...``) and exit 2, like ours."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"kip714: error: {self.prog.removeprefix('kip714 ')}: {message}\n")
+
+
+def build_parser(wanted: str | None = None) -> argparse.ArgumentParser:
+    parser = OneLineParser(prog="kip714", description="Kafka KIP-714 client metrics tools.")
     parser.add_argument("-v", "--verbose", action="store_true", help="log debug output to stderr")
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for register in _registrars():
+    for register in _registrars(wanted):
         register(subparsers)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(_command_of(arguments))
+    args = parser.parse_args(arguments)
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.INFO,
         format="%(asctime)s %(levelname)s %(message)s",
@@ -51,11 +71,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.func(args) or 0)
     except Kip714Error as err:
-        print(f"kip714: error: {err}", file=sys.stderr)
+        print(f"kip714: error: {_one_line(str(err))}", file=sys.stderr)
+        return 2
+    except (ValueError, OverflowError) as err:
+        # A parser that missed a case: still one line, never a traceback (the parsers are the fix).
+        print(f"kip714: error: bad input: {_one_line(f'{type(err).__name__}: {err}')}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("kip714: interrupted", file=sys.stderr)
         return 130
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import re
 import sys
 import uuid
 from collections.abc import Callable
@@ -20,16 +21,28 @@ from typing import Any
 from airflow_provider_kip714.clock import SystemClock
 from airflow_provider_kip714.exceptions import ClientMetricsAdminError, SubscriptionValidationError
 from airflow_provider_kip714.subscriptions.admin import ClientMetricsAdmin
-from airflow_provider_kip714.subscriptions.duration import parse_duration
+from airflow_provider_kip714.subscriptions.duration import parse_window_length
 from airflow_provider_kip714.subscriptions.kafka_python_config import (
     java_client_properties_to_extra,
     read_java_properties,
     to_kafka_python_kwargs,
 )
-from airflow_provider_kip714.subscriptions.model import Subscription, parse_match, parse_metrics
-from airflow_provider_kip714.subscriptions.window_name import format_window_name, random_suffix, slugify_label
+from airflow_provider_kip714.subscriptions.limits import MAX_WINDOW, expiry_problem, format_limit
+from airflow_provider_kip714.subscriptions.model import (
+    Subscription,
+    parse_interval_ms,
+    parse_match,
+    validate_name,
+)
+from airflow_provider_kip714.subscriptions.window_name import (
+    format_window_name,
+    random_suffix,
+    slugify_label,
+    try_parse_window_name,
+)
 
 DEFAULT_LABEL = "cli"
+_CONN_ID = re.compile(r"[A-Za-z0-9_.-]{1,250}", re.ASCII)
 
 
 def _connection_options(parser: argparse.ArgumentParser) -> None:
@@ -69,7 +82,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     naming = add.add_mutually_exclusive_group(required=True)
     naming.add_argument("--name", help="subscription name")
     naming.add_argument("--generate-name", action="store_true", help="name it with a random UUID")
-    naming.add_argument("--window", help="time-boxed: expire after this long (30m, 1h30m, 20s)")
+    naming.add_argument(
+        "--window",
+        help=f"time-boxed: expire after this long (30m, 1h30m, 20s; at most {format_limit(MAX_WINDOW)})",
+    )
     add.add_argument("--label", default=DEFAULT_LABEL, help="label in a --window name (default: cli)")
     _spec_options(add)
     add.set_defaults(func=_run_add)
@@ -103,6 +119,10 @@ def _open_admin(args: argparse.Namespace) -> ClientMetricsAdmin:
             "--conn-id", "use either --conn-id or --bootstrap-server/--command-config"
         )
     if args.conn_id:
+        if not _CONN_ID.fullmatch(args.conn_id):
+            raise SubscriptionValidationError(
+                "--conn-id", "must be an Airflow connection id (letters, digits, '.', '-', '_')", args.conn_id
+            )
         if logging.getLogger().getEffectiveLevel() > logging.DEBUG:
             logging.getLogger("airflow").setLevel(logging.WARNING)  # config-loading chatter
         from airflow.sdk.exceptions import AirflowNotFoundException
@@ -115,7 +135,7 @@ def _open_admin(args: argparse.Namespace) -> ClientMetricsAdmin:
             raise SubscriptionValidationError(
                 "--conn-id", "no such Airflow connection (AIRFLOW_CONN_* or the metadata DB)", args.conn_id
             ) from None
-    if not args.bootstrap_server:
+    if args.bootstrap_server is None:
         raise SubscriptionValidationError("--bootstrap-server", "is required (or give --conn-id)")
     extra: dict[str, Any] = {}
     if args.command_config:
@@ -124,6 +144,10 @@ def _open_admin(args: argparse.Namespace) -> ClientMetricsAdmin:
         except OSError as err:
             raise SubscriptionValidationError(
                 "--command-config", f"cannot read the file: {err.strerror}"
+            ) from None
+        except UnicodeDecodeError:
+            raise SubscriptionValidationError(
+                "--command-config", "must be a UTF-8 Java .properties file", str(args.command_config)
             ) from None
         extra.update(java_client_properties_to_extra(read_java_properties(text)))
     extra["bootstrap.servers"] = args.bootstrap_server
@@ -154,7 +178,17 @@ def _run_list(args: argparse.Namespace) -> int:
     return 0
 
 
+def _checked_name(args: argparse.Namespace) -> None:
+    """Refuse a bad --name before connecting (a broker error would be less clear)."""
+    if getattr(args, "name", None) is not None:
+        try:
+            validate_name(args.name)
+        except SubscriptionValidationError as err:
+            raise SubscriptionValidationError("--name", err.rule, args.name) from None
+
+
 def _run_describe(args: argparse.Namespace) -> int:
+    _checked_name(args)
     with _open_admin(args) as admin:
         if args.name:
             found = admin.describe(args.name)
@@ -172,11 +206,11 @@ def _run_describe(args: argparse.Namespace) -> int:
 
 
 def _new_name(args: argparse.Namespace) -> str:
-    if args.name:
+    if args.name is not None:
         return args.name
     if args.generate_name:
         return str(uuid.uuid4())
-    window = parse_duration(args.window, field="--window")
+    window = parse_window_length(args.window, field="--window")
     return format_window_name(slugify_label(args.label), SystemClock().now() + window, random_suffix())
 
 
@@ -190,6 +224,10 @@ def _run_add(args: argparse.Namespace) -> int:
         match=_joined_match(args),
         block=args.block,
     )
+    window = try_parse_window_name(subscription.name)
+    problem = expiry_problem(window.expires_at, SystemClock().now()) if window else None
+    if problem is not None:
+        raise SubscriptionValidationError("--name", f"window name refused: {problem}", subscription.name)
     with _open_admin(args) as admin:
         result = admin.upsert(subscription)
     _emit(
@@ -208,8 +246,13 @@ def _run_alter(args: argparse.Namespace) -> int:
     if args.block and (args.metrics or args.add_metrics):
         raise SubscriptionValidationError("--block", "a blocking subscription has no metrics")
     # Validate pieces before connecting.
-    parse_metrics(args.add_metrics)
-    parse_metrics(args.remove_metrics)
+    _checked_name(args)
+    Subscription.from_spec(name=args.name, metrics=args.add_metrics)
+    Subscription.from_spec(name=args.name, metrics=args.remove_metrics)
+    if args.metrics is not None:
+        Subscription.from_spec(name=args.name, metrics=args.metrics)
+    if args.interval is not None:
+        Subscription.from_spec(name=args.name, interval_ms=parse_interval_ms(args.interval))
     match = _joined_match(args)
     if match is not None:
         parse_match(match)
@@ -234,6 +277,7 @@ def _run_alter(args: argparse.Namespace) -> int:
 
 
 def _run_delete(args: argparse.Namespace) -> int:
+    _checked_name(args)
     with _open_admin(args) as admin:
         deleted = admin.delete(args.name)
     _emit(

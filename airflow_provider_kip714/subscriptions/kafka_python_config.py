@@ -29,25 +29,41 @@ def _field(key: str) -> str:
     return f"connection extra {key!r}"
 
 
+MAX_INT_SETTING = 2**31 - 1  # Kafka's and librdkafka's int settings; more overflows socket timeouts
+_ASCII_INT = re.compile(r"[0-9]{1,10}", re.ASCII)
+_SERVER = re.compile(r"(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+):(?P<port>[0-9]{1,5})", re.ASCII)
+
+
 def _as_int(key: str) -> Callable[[Any], int]:
     def convert(value: Any) -> int:
-        try:
-            number = int(str(value).strip())
-        except ValueError as err:
-            raise SubscriptionValidationError(_field(key), "must be an integer", value) from err
-        if number <= 0:
-            raise SubscriptionValidationError(_field(key), "must be positive", value)
+        text = str(value).strip()
+        if isinstance(value, bool) or not _ASCII_INT.fullmatch(text):
+            raise SubscriptionValidationError(
+                _field(key), f"must be a whole number of 1..{MAX_INT_SETTING}", value
+            )
+        number = int(text)
+        if not 0 < number <= MAX_INT_SETTING:
+            raise SubscriptionValidationError(
+                _field(key), f"must be a whole number of 1..{MAX_INT_SETTING}", value
+            )
         return number
 
     return convert
 
 
 def _bootstrap(value: Any) -> list[str]:
+    """``host:port[,host:port]``: each a host name, IPv4 or ``[IPv6]`` and a port of 1..65535."""
     servers = [part.strip() for part in str(value).split(",") if part.strip()]
     if not servers:
         raise SubscriptionValidationError(
             _field("bootstrap.servers"), "must list at least one host:port", value
         )
+    for server in servers:
+        found = _SERVER.fullmatch(server)
+        if found is None or not 0 < int(found.group("port")) <= 65535 or len(server) > 260:
+            raise SubscriptionValidationError(
+                _field("bootstrap.servers"), "each entry must be host:port with a port of 1..65535", server
+            )
     return servers
 
 

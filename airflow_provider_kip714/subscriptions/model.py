@@ -56,7 +56,7 @@ def parse_interval_ms(value: int | str | None) -> int:
     if isinstance(value, int):
         return value
     text = str(value).strip()
-    if not re.fullmatch(r"-?\d+", text):
+    if not re.fullmatch(r"-?[0-9]{1,10}", text, re.ASCII):
         raise SubscriptionValidationError("interval.ms", "must be an integer number of milliseconds", value)
     return int(text)
 
