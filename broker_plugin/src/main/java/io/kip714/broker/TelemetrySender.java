@@ -222,10 +222,13 @@ final class TelemetrySender {
             return;
         }
         oversizedWarnings.incrementAndGet();
-        log.warn("kip714 telemetry plugin dropped an oversized record: key (client instance id) {}, about {} bytes, "
-            + "over the producer's max.request.size ({}, kip714.producer.max.request.size) or the topic's "
-            + "max.message.bytes; {} more oversized records dropped without a log line since the last one: {}",
-            record.keyText(), record.sizeInBytes(), maxRequestSize, suppressed, error.getMessage());
+        String key = record.keyText();
+        String what = key.equals(TopicContract.brokerRecordKey(config.nodeId))
+            ? "broker metrics record " + key : "push from client instance " + key;
+        log.warn("kip714 telemetry plugin dropped an oversized record ({}), about {} bytes, over the producer's "
+            + "max.request.size ({}, kip714.producer.max.request.size) or the topic's max.message.bytes; {} more "
+            + "oversized records dropped without a log line since the last one: {}",
+            what, record.sizeInBytes(), maxRequestSize, suppressed, error.getMessage());
     }
 
     /** WARN lines logged for oversized records (the rest were rate-limited). */
