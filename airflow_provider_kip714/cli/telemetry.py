@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import sys
 import time
 from collections.abc import Iterable
@@ -22,6 +23,7 @@ from airflow_provider_kip714.subscriptions.kafka_python_config import (
     java_client_properties_to_extra,
     read_java_properties,
 )
+from airflow_provider_kip714.telemetry import reader
 from airflow_provider_kip714.telemetry.landing import (
     DEFAULT_CHUNK_INTERVAL_S,
     DEFAULT_CHUNK_RECORDS,
@@ -51,11 +53,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     land = commands.add_parser("land", help="land the topic into a Parquet landing zone, exactly once")
     _connection_options(land)
-    land.add_argument(
-        "--out",
-        required=True,
-        help="landing zone (one per topic): a directory or an object-store URL, s3://<conn_id>@bucket/prefix",
-    )
+    land.add_argument("--out", required=True, type=Path, help="landing zone directory (one per topic)")
     land.add_argument("--max-records", type=int, help="stop after landing this many records")
     land.add_argument("--timeout-s", type=float, help="stop after this many seconds")
     land.add_argument(
@@ -76,6 +74,24 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         type=_utc_time,
         help="start partitions with nothing landed yet at the first record at or after this ISO-8601 "
         "time (e.g. 2026-11-22T10:00:00Z) instead of the earliest retained offset",
+    )
+    land.add_argument(
+        "--until",
+        type=_utc_time,
+        help="end every partition just before its first record at or after this ISO-8601 time "
+        "(waits for it if it is in the future)",
+    )
+    land.add_argument(
+        "--metadata-timeout-s",
+        type=float,
+        default=reader.DEFAULT_METADATA_TIMEOUT_S,
+        help="fail when no broker answers within this many seconds (default %(default)s)",
+    )
+    land.add_argument(
+        "--accept-recreated-topic",
+        action="store_true",
+        help="the topic was deleted and recreated: keep the landed data under _generations/ and land the "
+        "new topic from its start",
     )
     land.add_argument("--no-fsync", action="store_true", help="skip fsync (faster; unsafe on power loss)")
     land.add_argument("--json", action="store_true", help="print the result as JSON")
@@ -129,7 +145,20 @@ def _hook(args: argparse.Namespace):  # -> TelemetryTopicHook (imported lazily: 
     return TelemetryTopicHook(config=config, topic=args.topic, value_format=args.value_format)
 
 
+def _quiet_client_logs(args: argparse.Namespace) -> None:
+    """librdkafka's own log lines (a reconnect every few ms) only with -v: errors come as one line."""
+    if not getattr(args, "verbose", False):
+        reader.LIBRDKAFKA_LOG.setLevel(logging.CRITICAL)
+
+
+def _check_seconds(args: argparse.Namespace, *flags: str) -> None:
+    for flag in flags:
+        reader.check_duration(flag, getattr(args, flag.lstrip("-").replace("-", "_")))
+
+
 def _run_land(args: argparse.Namespace) -> int:
+    _check_seconds(args, "--timeout-s", "--chunk-interval-s", "--metadata-timeout-s")
+    _quiet_client_logs(args)
     config, conn_id = client_config_from_args(args)
     if conn_id is not None:
         config = _hook(args).client_config()
@@ -147,6 +176,9 @@ def _run_land(args: argparse.Namespace) -> int:
         workers=args.workers,
         fsync=not args.no_fsync,
         since=args.since,
+        until=args.until,
+        metadata_timeout_s=args.metadata_timeout_s,
+        accept_new_topic_id=args.accept_recreated_topic,
     )
     if args.json:
         print(json.dumps(result.as_dict(), indent=2))
@@ -198,11 +230,23 @@ def _wanted(row: dict[str, Any], prefixes: Iterable[str] | None, client_pattern:
     return client_pattern is None or client_pattern.fullmatch(row.get("client_id") or "") is not None
 
 
-def _run_tail(args: argparse.Namespace) -> int:
-    import re
+def _client_pattern(text: str | None) -> Any:
+    """``--client-id`` compiled by a linear-time engine (client ids are client-controlled)."""
+    if not text:
+        return None
+    import re2
 
+    try:
+        return re2.compile(text)
+    except re2.error as err:
+        raise Kip714Error(f"--client-id: not a valid regex ({err})") from None
+
+
+def _run_tail(args: argparse.Namespace) -> int:
+    _check_seconds(args, "--refresh-s", "--duration-s")
+    client_pattern = _client_pattern(args.client_id)
+    _quiet_client_logs(args)
     hook = _hook(args)
-    client_pattern = re.compile(args.client_id) if args.client_id else None
     latest: dict[tuple[str, str], dict[str, Any]] = {}
     started = time.monotonic()
     next_screen = started + args.refresh_s

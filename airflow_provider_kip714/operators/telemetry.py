@@ -15,6 +15,7 @@ from airflow.sdk import Asset, BaseOperator
 
 from airflow_provider_kip714.contract.topic import DEFAULT_TELEMETRY_TOPIC
 from airflow_provider_kip714.decoding.decoder import ValueFormat
+from airflow_provider_kip714.telemetry import reader
 from airflow_provider_kip714.telemetry.landing import (
     DEFAULT_CHUNK_INTERVAL_S,
     DEFAULT_CHUNK_RECORDS,
@@ -40,6 +41,9 @@ class LandClientTelemetryOperator(BaseOperator):
     :param workers: staging threads that decode and write Parquet beside the consumer
         (default: up to 2 cores; 1 = everything on the task's thread).
     :param fsync: fsync files before committing them (default on).
+    :param accept_new_topic_id: the topic was deleted and recreated: keep the landed generation under
+        ``_generations/`` and land the new topic from its start (otherwise the run fails, naming both
+        topic ids).
     """
 
     template_fields: Sequence[str] = ("kafka_config_id", "topic")
@@ -58,8 +62,11 @@ class LandClientTelemetryOperator(BaseOperator):
         chunk_interval_s: float = DEFAULT_CHUNK_INTERVAL_S,
         workers: int | None = None,
         fsync: bool = True,
+        accept_new_topic_id: bool = False,
         **kwargs: Any,
     ) -> None:
+        reader.check_duration("timeout_s", timeout_s)
+        reader.check_duration("chunk_interval_s", chunk_interval_s, allow_none=False)
         self.asset = datapoints_asset(out_dir, topic)
         outlets = list(kwargs.pop("outlets", None) or [])
         super().__init__(outlets=[*outlets, self.asset], **kwargs)
@@ -73,6 +80,7 @@ class LandClientTelemetryOperator(BaseOperator):
         self.chunk_interval_s = chunk_interval_s
         self.workers = workers
         self.fsync = fsync
+        self.accept_new_topic_id = accept_new_topic_id
 
     def execute(self, context: Any) -> dict[str, Any]:
         from airflow_provider_kip714.hooks.telemetry_topic import TelemetryTopicHook
@@ -88,6 +96,7 @@ class LandClientTelemetryOperator(BaseOperator):
             chunk_interval_s=self.chunk_interval_s,
             workers=self.workers,
             fsync=self.fsync,
+            accept_new_topic_id=self.accept_new_topic_id,
         )
         summary = result.as_dict()
         outlet_events = context.get("outlet_events") if hasattr(context, "get") else None

@@ -3,25 +3,37 @@
 Reads the telemetry topic's headers only (no decoding) from a start time, with the KIP's own
 selector semantics: every selector's regex must match the client's whole value. Fires with the
 clients seen once enough distinct client instances have pushed, or with ``timeout`` at the deadline.
-The consumer is created in a thread on first use and closed in ``cleanup``.
+
+The triggerer's event loop is shared by every trigger, so nothing here may block it:
+
+- User regexes run against client-controlled strings: they are compiled by RE2 (``google-re2``),
+  which matches in time linear in the input, so a pattern such as ``(a+)+$`` cannot stall the loop.
+  The rare Java construct RE2 lacks (backreferences, lookaround, possessive quantifiers) is refused
+  with one line before deferring.
+- The consumer lives on one dedicated thread: it is created, consumes and is closed there, so
+  ``close()`` never runs while another thread is inside ``consume()`` (a librdkafka crash pattern),
+  even when the trigger is cancelled mid-consume.
 """
 
 from __future__ import annotations
 
 import asyncio
-import re
 import time
 from collections.abc import AsyncIterator, Iterable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+import re2
 from airflow.triggers.base import BaseTrigger, TriggerEvent
-from confluent_kafka import Consumer, KafkaError, Message
+from confluent_kafka import Consumer, Message
 
 from airflow_provider_kip714.contract.selectors import SELECTOR_HEADERS, MatchSelector, parse_match
 from airflow_provider_kip714.contract.topic import DEFAULT_TELEMETRY_TOPIC, Header, RecordType
 from airflow_provider_kip714.decoding.decoder import headers_to_dict
+from airflow_provider_kip714.exceptions import Kip714Error
+from airflow_provider_kip714.telemetry import reader
 
 STATUS_ARRIVED = "arrived"
 STATUS_TIMEOUT = "timeout"
@@ -38,12 +50,23 @@ class SeenClient:
     first_seen: str  # ISO-8601 record timestamp
 
 
+def linear_time_pattern(selector: MatchSelector) -> Any:
+    """``selector``'s regex compiled by RE2: matching time is linear in the client's value."""
+    try:
+        return re2.compile(selector.pattern)
+    except re2.error as err:
+        raise Kip714Error(
+            f"match: {selector.selector} regex {selector.pattern!r} uses a construct the linear-time "
+            f"matcher does not support (backreference, lookaround, possessive quantifier): {err}"
+        ) from None
+
+
 class ClientSelectorMatcher:
-    """All-selectors-must-fully-match, as the broker matches subscriptions."""
+    """All-selectors-must-fully-match, as the broker matches subscriptions (RE2, linear time)."""
 
     def __init__(self, selectors: Iterable[MatchSelector]) -> None:
         self.selectors = tuple(selectors)
-        self._compiled = [(SELECTOR_HEADERS[s.selector], re.compile(s.pattern)) for s in self.selectors]
+        self._compiled = [(SELECTOR_HEADERS[s.selector], linear_time_pattern(s)) for s in self.selectors]
 
     def matches(self, headers: dict[str, str | None]) -> bool:
         if headers.get(Header.TYPE) != RecordType.CLIENT:
@@ -88,15 +111,17 @@ class ArrivalWatch:
 
 
 def open_arrival_consumer(
-    config: dict[str, Any], topic: str, since_ms: int, timeout_s: float = 15.0
+    config: dict[str, Any],
+    topic: str,
+    since_ms: int,
+    timeout_s: float = reader.DEFAULT_METADATA_TIMEOUT_S,
+    policy: reader.ErrorPolicy | None = None,
 ) -> Consumer:
-    """A consumer assigned to every partition of ``topic`` at the first offset at or after ``since_ms``."""
-    from airflow_provider_kip714.hooks.telemetry_topic import TelemetryTopicHook
-
-    hook = TelemetryTopicHook(config=config, topic=topic)
-    consumer = hook.get_conn()
+    """A reader consumer on every partition of ``topic``, at its first record at or after ``since_ms``."""
+    consumer = reader.open_consumer(config, policy)
     try:
-        hook.assign(consumer, datetime.fromtimestamp(since_ms / 1000, tz=UTC), timeout_s=timeout_s)
+        since = datetime.fromtimestamp(since_ms / 1000, tz=UTC)
+        reader.assign_from(consumer, topic, since, timeout_s, str(config.get("bootstrap.servers")))
     except BaseException:
         consumer.close()
         raise
@@ -126,7 +151,8 @@ class ClientTelemetryArrivalTrigger(BaseTrigger):
         poll_interval: float = 1.0,
     ) -> None:
         super().__init__()
-        parse_match(list(selectors))  # refuse bad selectors before deferring
+        ClientSelectorMatcher(parse_match(list(selectors)))  # refuse bad selectors before deferring
+        reader.check_duration("poll_interval", poll_interval, allow_none=False)
         self.selectors = list(selectors)
         self.since_ms = int(since_ms)
         self.deadline_ms = int(deadline_ms)
@@ -135,6 +161,9 @@ class ClientTelemetryArrivalTrigger(BaseTrigger):
         self.min_clients = int(min_clients)
         self.poll_interval = float(poll_interval)
         self._consumer: Consumer | None = None
+        self._thread: ThreadPoolExecutor | None = None
+        self._closed: Future[None] | None = None
+        self._policy = reader.ErrorPolicy(topic)
 
     def serialize(self) -> tuple[str, dict[str, Any]]:
         return (
@@ -154,7 +183,7 @@ class ClientTelemetryArrivalTrigger(BaseTrigger):
         from airflow_provider_kip714.hooks.telemetry_topic import TelemetryTopicHook
 
         config = TelemetryTopicHook(kafka_config_id=self.kafka_config_id, topic=self.topic).client_config()
-        return open_arrival_consumer(config, self.topic, self.since_ms)
+        return open_arrival_consumer(config, self.topic, self.since_ms, policy=self._policy)
 
     def _event(self, status: str, watch: ArrivalWatch, **extra: Any) -> TriggerEvent:
         return TriggerEvent(
@@ -167,18 +196,27 @@ class ClientTelemetryArrivalTrigger(BaseTrigger):
             }
         )
 
+    async def _on_thread(self, fn: Any, *args: Any) -> Any:
+        """Run ``fn`` on the trigger's own consumer thread (created on first use)."""
+        if self._thread is None:
+            self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kip714-arrival")
+        return await asyncio.wrap_future(self._thread.submit(fn, *args))
+
     async def run(self) -> AsyncIterator[TriggerEvent]:
         watch = ArrivalWatch(self.selectors, self.since_ms)
         try:
-            self._consumer = await asyncio.to_thread(self._open)
+            try:
+                self._consumer = await self._on_thread(self._open)
+            except reader.TopicReadError as err:
+                yield self._event(STATUS_ERROR, watch, error=str(err))
+                return
             while True:
-                messages = await asyncio.to_thread(self._consumer.consume, 500, self.poll_interval)
-                for message in messages:
-                    error = message.error()
-                    if error is not None and error.code() != KafkaError._PARTITION_EOF and error.fatal():
-                        yield self._event(STATUS_ERROR, watch, error=str(error))
-                        return
-                    watch.observe(message)
+                messages = await self._on_thread(self._consumer.consume, 500, self.poll_interval)
+                try:
+                    self._observe(messages, watch)
+                except reader.TopicReadError as err:
+                    yield self._event(STATUS_ERROR, watch, error=str(err))
+                    return
                 if len(watch.seen) >= self.min_clients:
                     yield self._event(STATUS_ARRIVED, watch)
                     return
@@ -188,7 +226,28 @@ class ClientTelemetryArrivalTrigger(BaseTrigger):
         finally:
             await self.cleanup()
 
+    def _observe(self, messages: list[Message], watch: ArrivalWatch) -> None:
+        """Headers and timestamps only, matched by RE2; a fatal client error raises ``TopicReadError``."""
+        self._policy.raise_pending()
+        for message in messages:
+            error = message.error()
+            if error is not None:
+                self._policy.check(error)
+                continue
+            watch.observe(message)
+
     async def cleanup(self) -> None:
+        """Close the consumer on its own thread, after any consume in flight there has returned.
+
+        Safe on cancellation: the close is queued behind the running consume (at most
+        ``poll_interval`` away) whether or not this coroutine gets to wait for it.
+        """
         consumer, self._consumer = self._consumer, None
+        thread, self._thread = self._thread, None
+        if thread is None:
+            return
         if consumer is not None:
-            await asyncio.to_thread(consumer.close)
+            self._closed = thread.submit(consumer.close)
+        thread.shutdown(wait=False)
+        if self._closed is not None:
+            await asyncio.shield(asyncio.wrap_future(self._closed))

@@ -142,3 +142,118 @@ def test_sensor_poke_mode_scans_from_since(
     assert found.is_done
     assert [client["client_id"] for client in found.xcom_value["clients"]] == [f"{prefix}-a"]
     assert not sensor({"client_id": f"{prefix}-b"}).poke({}).is_done
+
+
+def test_catastrophic_regex_does_not_stall_the_event_loop(
+    kafka_cluster: LocalKafkaCluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``(a+)+$`` against 28 a's and a '!' backtracks ~2**28 steps in Python's re (seconds per record);
+    RE2 matches in linear time, so the loop the triggerer shares with every trigger keeps ticking."""
+    config = kafka_cluster.client_config()
+    monkeypatch.setenv("AIRFLOW_CONN_KAFKA_REDOS_TEST", json.dumps({"conn_type": "kafka", "extra": config}))
+    topic = create_topic(config, partitions=1, prefix="redos")
+    hostile = "a" * 28 + "!"
+    produce_records(
+        config,
+        topic,
+        [(0, producer_like_payload(1), headers_for(hostile, "AAAAAAAAAAAAAAAAAAAABg", "x"))] * 3,
+    )
+    trigger = ClientTelemetryArrivalTrigger(
+        selectors=["client_id=(a+)+$"],
+        since_ms=0,
+        deadline_ms=int((time.time() + 4) * 1000),
+        kafka_config_id="kafka_redos_test",
+        topic=topic,
+        poll_interval=0.5,
+    )
+
+    async def watch_the_loop() -> tuple[dict, float]:
+        gaps: list[float] = []
+        event_task = asyncio.ensure_future(first_event(trigger))
+        last = time.monotonic()
+        while not event_task.done():
+            await asyncio.sleep(0.05)
+            now = time.monotonic()
+            gaps.append(now - last)
+            last = now
+        return event_task.result(), max(gaps)
+
+    event, worst_gap = asyncio.run(watch_the_loop())
+    assert event["status"] == "timeout" and event["clients"] == []
+    assert worst_gap < 1.0, f"the event loop stalled for {worst_gap:.1f} s"
+
+
+def test_selector_regexes_match_whole_values_and_refuse_what_re2_cannot_run() -> None:
+    from airflow_provider_kip714.exceptions import Kip714Error
+    from airflow_provider_kip714.triggers.telemetry_arrival import ArrivalWatch
+
+    # Java's \w is ASCII unless UNICODE_CHARACTER_CLASS is set, and so is RE2's (Python re: Unicode).
+    watch = ArrivalWatch(["client_id=orders-\\w+"], since_ms=0)
+    for client_id, seen in (
+        ("orders-ab_1", True),
+        ("orders-été", False),
+        ("xorders-a", False),
+        ("orders-ab-", False),
+    ):
+        headers = [(key, value) for key, value in headers_for(client_id, f"id-{client_id}", "x")]
+        watch.observe_record(headers, 1)
+        assert (f"id-{client_id}" in watch.seen) is seen, client_id
+    with pytest.raises(Kip714Error, match="linear-time matcher"):
+        ClientTelemetryArrivalTrigger(selectors=["client_id=(a)\\1"], since_ms=1, deadline_ms=2)
+
+
+def test_cancelling_mid_consume_closes_the_consumer_on_its_thread_after_consume_returns(
+    kafka_cluster: LocalKafkaCluster,
+) -> None:
+    import threading
+
+    from confluent_kafka import Consumer
+
+    from airflow_provider_kip714.telemetry import reader
+
+    config = kafka_cluster.client_config()
+    topic = create_topic(config, partitions=1, prefix="cancel")
+    probe = reader.open_consumer(config)
+    deadline = time.monotonic() + 30
+    while topic not in probe.list_topics(timeout=10).topics and time.monotonic() < deadline:
+        time.sleep(0.2)  # a topic just created reaches the metadata a moment later
+    probe.close()
+    events: list[tuple[str, int]] = []
+
+    class RecordingConsumer(Consumer):
+        def consume(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+            events.append(("consume", threading.get_ident()))
+            try:
+                return super().consume(*args, **kwargs)
+            finally:
+                events.append(("consume returned", threading.get_ident()))
+
+        def close(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+            events.append(("close", threading.get_ident()))
+            return super().close(*args, **kwargs)
+
+    class Instrumented(ClientTelemetryArrivalTrigger):
+        def _open(self) -> Consumer:
+            consumer = RecordingConsumer(reader.reader_config(config))
+            reader.assign_from(consumer, topic, "earliest", 10.0)
+            return consumer
+
+    trigger = Instrumented(
+        selectors=[], since_ms=0, deadline_ms=int((time.time() + 60) * 1000), topic=topic, poll_interval=3.0
+    )
+
+    async def cancel_mid_consume() -> None:
+        task = asyncio.ensure_future(first_event(trigger))
+        deadline = time.monotonic() + 30
+        while not events and not task.done() and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+        assert events and not task.done(), task.result() if task.done() else "no consume within 30 s"
+        await asyncio.sleep(0.5)  # inside the 3 s consume now
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(cancel_mid_consume())
+    assert [name for name, _ in events] == ["consume", "consume returned", "close"]
+    assert len({thread for _, thread in events}) == 1
+    assert trigger._consumer is None
