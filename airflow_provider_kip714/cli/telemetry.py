@@ -53,7 +53,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     land = commands.add_parser("land", help="land the topic into a Parquet landing zone, exactly once")
     _connection_options(land)
-    land.add_argument("--out", required=True, type=Path, help="landing zone directory (one per topic)")
+    land.add_argument(
+        "--out",
+        required=True,
+        help="landing zone (one per topic): a directory or an object-store URL, s3://<conn_id>@bucket/prefix",
+    )
     land.add_argument("--max-records", type=int, help="stop after landing this many records")
     land.add_argument("--timeout-s", type=float, help="stop after this many seconds")
     land.add_argument(
