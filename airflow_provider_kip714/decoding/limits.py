@@ -65,6 +65,12 @@ def check_max(column: str, values: list[int]) -> None:
 
 def record_misfit(partition: int, offset: int, timestamp_ms: int) -> str | None:
     """The reason a record's lineage columns cannot hold it, else None (checked before its value)."""
+    if (
+        -INT32_MAX - 1 <= partition <= INT32_MAX
+        and -INT64_MAX - 1 <= offset <= INT64_MAX
+        and RECORD_TIMESTAMP_MIN_MS <= timestamp_ms <= RECORD_TIMESTAMP_MAX_MS
+    ):
+        return None  # the usual case, without a lookup per column
     return (
         misfit("partition", partition) or misfit("offset", offset) or misfit("record_timestamp", timestamp_ms)
     )
