@@ -97,7 +97,7 @@ def test_mutated_payloads_never_raise_and_both_paths_agree(values, keep_valid) -
         assert 0 not in failed and native.points_per_record[0] == 12
 
 
-@FUZZ
+@settings(FUZZ, max_examples=150)
 @given(values=st.lists(mutated(JSON_SEEDS), min_size=1, max_size=4))
 def test_mutated_otlp_json_never_raises(values) -> None:
     for value_format in ("otlp_json", "auto"):
