@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 from dag_test_env import make_airflow_env
 from kip714_dev.local_kafka.cluster import LocalKafkaCluster
+from kip714_dev.local_kafka.cluster_factory import LocalKafkaClusterFactory
 
 from airflow_provider_kip714.subscriptions.admin import ClientMetricsAdmin
 from airflow_provider_kip714.subscriptions.kafka_python_config import to_kafka_python_kwargs
@@ -205,3 +206,42 @@ def test_reaper_dag_removes_expired_windows_only(
     finally:
         admin.delete(current)
         admin.delete(expired)
+
+
+FAILED_CREATE_DAG = TEST_DAGS / "kip714_test_failed_create.py"
+
+
+def test_a_failed_create_on_an_unlisted_cluster_is_reaped_after_its_expiry(
+    airflow_env: dict[str, str], kafka_cluster_factory: LocalKafkaClusterFactory, tmp_path: Path
+) -> None:
+    """The create reaches the broker, then the worker dies before any XCom or cleanup, on a cluster
+    the reaper's environment does not list. Before: the reaper swept only KIP714_REAPER_CONN_IDS
+    (default kafka_default), so this window stayed forever. Now the operator records its connection
+    before calling the broker and the reaper sweeps every recorded one."""
+    other = kafka_cluster_factory.start(name="reaper-other-cluster", with_plugin=False)
+    label = f"failedcreate-{uuid.uuid4().hex[:8]}"
+    env = {
+        **airflow_env,
+        "AIRFLOW_CONN_KAFKA_OTHER": json.dumps({"conn_type": "kafka", "extra": other.client_config()}),
+        "KIP714_TEST_CONN_ID": "kafka_other",
+        "KIP714_TEST_LABEL": label,
+        "KIP714_TEST_WINDOW": "15s",
+    }
+    output = tmp_path / "failed-create.log"
+    with ClientMetricsAdmin(to_kafka_python_kwargs(other.client_config())) as other_admin:
+        process = start_dag_test(
+            env, FAILED_CREATE_DAG, "kip714_test_failed_create", datetime.now(UTC), output
+        )
+        assert process.wait(timeout=300) == -signal.SIGKILL, output.read_text()[-3000:]
+        assert "KIP714_TEST created" in output.read_text()
+        created = names_with_label(other_admin, label)
+        assert len(created) == 1  # the broker has it; nothing else ran
+
+        expiry = parse_window_name(created[0]).expires_at
+        time.sleep(max(0.0, (expiry - datetime.now(UTC)).total_seconds()) + 1)
+        reaper_env = {**env, "AIRFLOW__CORE__DAGS_FOLDER": str(REAPER_DAG.parent)}
+        reaper_env.pop("KIP714_REAPER_CONN_IDS", None)
+        summary = finish(start_dag_test(reaper_env, REAPER_DAG, "kip714_reaper", datetime.now(UTC)))
+        assert summary["state"] == "success", summary
+        assert summary["xcom"]["window_clusters"] == ["kafka_default", "kafka_other"]
+        assert names_with_label(other_admin, label) == []

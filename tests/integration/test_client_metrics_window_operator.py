@@ -21,6 +21,7 @@ from airflow.sdk.exceptions import AirflowTaskTimeout, TaskDeferralTimeout, Task
 from kip714_dev.local_kafka.cluster import LocalKafkaCluster
 
 from airflow_provider_kip714.clock import ManualClock
+from airflow_provider_kip714.exceptions import ClientMetricsAdminError, SubscriptionValidationError
 from airflow_provider_kip714.operators.client_metrics import (
     ClientMetricsTroubleshootingWindowOperator,
     CreateClientMetricsSubscriptionOperator,
@@ -43,6 +44,8 @@ CONN_ID = "kip714_operator_test"
 def admin(kafka_cluster: LocalKafkaCluster, monkeypatch: pytest.MonkeyPatch) -> Iterator[ClientMetricsAdmin]:
     extra = kafka_cluster.client_config()
     monkeypatch.setenv(f"AIRFLOW_CONN_{CONN_ID.upper()}", json.dumps({"conn_type": "kafka", "extra": extra}))
+    # The reaper's environment lists this cluster, so opening a window needs no Variable (no task context).
+    monkeypatch.setenv("KIP714_REAPER_CONN_IDS", CONN_ID)
     with ClientMetricsAdmin(to_kafka_python_kwargs(extra)) as opened:
         yield opened
 
@@ -150,9 +153,12 @@ def test_retry_reuses_the_window_and_create_operator_is_idempotent(admin: Client
     )  # fmt: skip
     one = create.execute(context_for("create"))
     two = create.execute(context_for("create"))
-    assert one == two and labelled(admin, label) == [one]
-    assert parse_window_name(one).label == label
-    admin.delete(one)
+    assert one == two and labelled(admin, label) == [one["name"]]
+    window = parse_window_name(one["name"])
+    assert window.label == label and one["kafka_config_id"] == CONN_ID
+    start, end = datetime.fromisoformat(one["start"]), datetime.fromisoformat(one["end"])
+    assert end == window.expires_at and end - start == timedelta(minutes=5)
+    admin.delete(one["name"])
 
 
 def test_window_sensor_defers_until_the_end_and_pokes_for_deletion(admin: ClientMetricsAdmin) -> None:
@@ -183,3 +189,48 @@ def test_window_sensor_defers_until_the_end_and_pokes_for_deletion(admin: Client
     )
     assert quiet.poke({}) is True
     assert quiet.execute({}) == name  # already over: no deferral
+
+
+@pytest.mark.parametrize("window", ["3650d", "24h1s", "99999999999999", "²"])
+def test_operators_refuse_windows_beyond_the_maximum_before_touching_the_cluster(
+    admin: ClientMetricsAdmin, window: str
+) -> None:
+    label = f"toolong-{uuid.uuid4().hex[:6]}"
+    create = CreateClientMetricsSubscriptionOperator(
+        task_id="create", kafka_config_id=CONN_ID, window=window, window_label=label, block=True
+    )
+    with pytest.raises(SubscriptionValidationError) as refused:
+        create.execute(context_for("create"))
+    assert refused.value.field == "window"
+    with pytest.raises(SubscriptionValidationError):
+        ClientMetricsTroubleshootingWindowOperator(
+            task_id="w", kafka_config_id=CONN_ID, window=window, window_label=label
+        ).execute(context_for("w"))
+    assert labelled(admin, label) == []
+
+
+def test_a_create_that_fails_after_the_broker_call_deletes_its_window(
+    admin: ClientMetricsAdmin, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An alter that times out after the broker applied it: the task survives, so it deletes the window
+    it announced (before: the name was never known and the window stayed until the reaper)."""
+    label = f"failcreate-{uuid.uuid4().hex[:6]}"
+    create = CreateClientMetricsSubscriptionOperator(
+        task_id="create", kafka_config_id=CONN_ID, window="5m", window_label=label, block=True,
+        match=f"client_id=nobody-{label}",
+    )  # fmt: skip
+    real_create = create.hook.create
+    pushed: dict[str, str] = {}
+
+    def create_then_time_out(subscription: Subscription) -> None:
+        real_create(subscription)
+        assert labelled(admin, label) == [subscription.name]  # the broker has it
+        raise ClientMetricsAdminError("writing subscription: KafkaTimeoutError (simulated)")
+
+    monkeypatch.setattr(create.hook, "create", create_then_time_out)
+    context = context_for("create")
+    context["ti"].xcom_push = lambda key, value: pushed.__setitem__(key, value)
+    with pytest.raises(ClientMetricsAdminError):
+        create.execute(context)
+    assert parse_window_name(pushed["window_name"]).label == label  # announced before the call
+    assert labelled(admin, label) == []
