@@ -64,8 +64,9 @@ def rollup_points(
 
     ``read_start`` is ``--start`` minus the counter lookback: cumulative series need the point before.
 
-    With ``keep_buckets`` the merged histogram buckets stay as ``merged_counts``/``merged_bounds`` so a
-    caller can merge again across labels (the broker-metrics app does, per broker).
+    With ``keep_buckets`` the merged histogram buckets stay as ``merged_counts``/``merged_bounds`` (and the
+    points' own maximum as ``histogram_max``) so a caller can merge again across labels (the
+    broker-metrics app does, per broker).
     """
     any_cumulative = points.has_any(("sum", *HISTOGRAM_TYPES), "cumulative")
     increments = with_increments(points.frame, epoch_nanos(read_start), any_cumulative).where(
@@ -186,5 +187,7 @@ def rollup_points(
     }
     selected = [columns[field.name].cast(field.dataType).alias(field.name) for field in ROLLUP_SCHEMA.fields]
     if keep_buckets:
-        selected += [F.col("merged_counts"), F.col("merged_bounds")]
+        # histogram_max: the points' own ``max`` field (the rollup's ``max`` is of their mean ``value``)
+        kept = (F.col("merged_counts"), F.col("merged_bounds"), F.col("_max_observed").alias("histogram_max"))
+        selected += kept
     return aggregated.select(*selected)

@@ -69,3 +69,64 @@ def test_clients_with_high_throttle_ratio_are_flagged_with_their_labels(broker_r
     assert flagged == {(throttled.instance_id, throttled.client_id, throttled.source_address)}
     ratios = [c["throttle_ratio"] for c in clients if c["client_instance_id"] == throttled.instance_id]
     assert ratios == pytest.approx([0.75] * 12)  # 3 throttled of 4 attempts per push, every 5-minute window
+
+
+# export_time_max_ms is the histogram's own maximum, not the maximum of its rows' mean ``value``.
+EXPORT_CASES = {  # broker -> (histogram ``max`` field, bucket counts per push, expected maximum)
+    1: (4.2, [9, 1, 0, 0], 4.2),  # the field, when the point has one
+    2: (None, [9, 1, 0, 0], 5.0),  # no field: upper bound of the top non-empty bucket (1, 5]
+    3: (None, [1, 0, 0, 1], 10.0),  # top bucket is the overflow one: its lower bound
+}
+
+
+def _export_time_rows() -> list[dict[str, object]]:
+    start, end = scenarios.DAY.replace(hour=13), scenarios.DAY.replace(hour=13, minute=10)
+    rows: list[dict[str, object]] = []
+    for broker, (maximum, per_push, _) in EXPORT_CASES.items():
+        client = scenarios.make_client(70 + broker)
+        for moment_ns in scenarios.push_times(start, end).tolist():
+            pushes = (moment_ns - scenarios.ns(start)) // (scenarios.PUSH_SECONDS * scenarios.NANOS) + 1
+            counts = [c * pushes for c in per_push]
+            total = 0.5 * counts[0] + 4.2 * counts[1] + 12.0 * counts[3]
+            rows.append(
+                {
+                    "record_type": "broker",
+                    "node_id": broker,
+                    "cluster_id": "cluster-x",
+                    "resource_attributes": {"node_id": str(broker), "cluster_id": "cluster-x"},
+                    "time": moment_ns,
+                    "start_time": scenarios.ns(start),
+                    "metric_name": "kafka.server.client_metrics.plugin_export.time",
+                    "metric_type": "histogram",
+                    "temporality": "cumulative",
+                    "attributes": {"client_instance_id": client.instance_id},
+                    "count": sum(counts),
+                    "sum": total,
+                    "value": total / sum(counts),  # what the decoder puts in ``value``: the mean
+                    "min": 0.5,
+                    "max": maximum,
+                    "bucket_counts": counts,
+                    "explicit_bounds": [1.0, 5.0, 10.0],
+                }
+            )
+    return rows
+
+
+def test_export_time_max_is_the_histograms_maximum_not_its_mean(spark, tmp_path):  # type: ignore[no-untyped-def]
+    landing, out = tmp_path / "landing", tmp_path / "out"
+    scenarios.LandingWriter(landing).write(scenarios.rows_table(_export_time_rows()))
+    broker_metrics.run(
+        [
+            *("--input", str(landing), "--output", str(out), "--bucket", "5m"),
+            *("--start", "2026-01-31T13:00:00Z", "--end", "2026-01-31T13:10:00Z"),
+        ],
+        spark,
+    )
+    brokers = spark.read.parquet(str(out / "broker_metrics")).collect()
+    clients = spark.read.parquet(str(out / "broker_client_metrics")).collect()
+    assert len(brokers) == len(clients) == 6  # 3 brokers x 2 five-minute buckets
+    for rows in (brokers, clients):
+        for row in rows:
+            expected = EXPORT_CASES[row["broker_node_id"]][2]
+            assert row["export_time_max_ms"] == pytest.approx(expected), row
+            assert row["export_time_avg_ms"] < expected
