@@ -27,6 +27,9 @@ def s3a_conf(conn_id: str | None) -> dict[str, str]:
         conf["spark.hadoop.fs.s3a.endpoint"] = endpoint
         conf["spark.hadoop.fs.s3a.path.style.access"] = "true"
         conf["spark.hadoop.fs.s3a.connection.ssl.enabled"] = str(urlparse(endpoint).scheme == "https").lower()
+        # S3-compatible servers often refuse DeleteObjects as the AWS SDK v2 sends it (a CRC checksum
+        # instead of Content-MD5; S3Proxy answers NotImplemented): delete object by object there.
+        conf["spark.hadoop.fs.s3a.multiobjectdelete.enable"] = "false"
     region = hook.conn_region_name
     if region:
         conf["spark.hadoop.fs.s3a.endpoint.region"] = region

@@ -15,10 +15,10 @@ Layout (one topic per zone; ``_zone.json`` records which)::
 
 **Commit.** A chunk (one partition, an inclusive offset range) is written under a fresh random
 ``token``: data files first (fsynced locally), then the marker ``_commits/<chunk>.<token>.commit``.
-The marker's existence is the commit. A data file counts only when a marker names its
+The marker's existence is the commit. A chunk file counts only when a marker names its
 ``<chunk>.<token>``: readers (Spark, the report, the UI) list ``_commits/`` and read those files
-(``committed_files``), never a folder glob; a zone without ``_commits/`` was not written by the lander
-(e.g. synthetic data) and is read whole.
+(``committed_files``), never a folder glob. Parquet files not named like chunks were put there by
+something else (synthetic or copied data) and are read as they are.
 
 **Recovery.** After a crash at any moment a chunk either has its marker (all its files were written
 before it) or it is not landed. ``recover()`` deletes every data file no marker names, then resumes
@@ -249,10 +249,12 @@ class LandingZone:
 
     def committed_files(self, table: str) -> list[str]:
         """Paths (in ``self.fs``) of ``table``'s committed files: raw, datapoints or quarantine."""
-        if not fresh(self.fs).exists(self._join(COMMITS_DIR)):
-            return sorted(path for path in self._find(self._join(table)) if path.endswith(DATA_SUFFIX))
         committed = self.committed()
-        return sorted(path for path in self._find(self._join(table)) if _entry(path) in committed)
+        return sorted(
+            path
+            for path in self._find(self._join(table))
+            if path.endswith(DATA_SUFFIX) and _entry(path) in committed | {None}
+        )
 
     def arrow_files(self, table: str) -> tuple[pafs.FileSystem, list[str]]:
         """Committed files of ``table`` for pyarrow: ``ds.dataset(files, filesystem=fs)``."""

@@ -10,6 +10,7 @@ point kinds the read holds.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -29,6 +30,7 @@ from pyspark.sql import functions as F
 
 DATAPOINTS_DIR = "datapoints"
 COMMITS_DIR = "_commits"
+CHUNK_FILE = re.compile(r"^p\d{5,}-\d{20}-\d{20}(\.[0-9a-f]{6,32})?\.parquet$")
 """The lander's commit markers (``airflow_provider_kip714.telemetry.landing_zone``): a data file
 ``<chunk>.<token>.parquet`` is landed only when ``_commits/<chunk>.<token>.commit`` exists."""
 
@@ -92,8 +94,9 @@ def committed_datapoint_files(
     """The committed data files of the hours ``[start, end)`` touches; ``None`` for a zone without markers.
 
     Listing the markers and the hour folders (never a folder glob) keeps a chunk that is being written,
-    or was left by a crash, out of every read. A zone without ``_commits/`` was not written by the
-    lander (synthetic or copied data) and is read whole, as before.
+    or was left by a crash, out of every read. Only chunk files (``CHUNK_FILE``) need a marker: any other
+    Parquet file was put there by something else (synthetic or copied data) and is read as before, and
+    a zone without ``_commits/`` was not written by the lander at all.
     """
     if not path_exists(spark, f"{input_root}/{COMMITS_DIR}"):
         return None
@@ -103,7 +106,8 @@ def committed_datapoint_files(
     while hour < end:
         folder = f"{input_root}/{DATAPOINTS_DIR}/date={hour:%Y-%m-%d}/hour={hour.hour:02d}"
         for name in sorted(_names(spark, folder)):
-            if name.endswith(".parquet") and name.removesuffix(".parquet") in committed:
+            chunk_file = CHUNK_FILE.match(name) is not None
+            if name.endswith(".parquet") and (not chunk_file or name.removesuffix(".parquet") in committed):
                 files.append(f"{folder}/{name}")
         hour += timedelta(hours=1)
     return files

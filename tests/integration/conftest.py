@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from object_storage import local_s3  # noqa: F401 (the session's S3 server, for any test here)
 
 INTEGRATION_DIR = Path(__file__).parent
 

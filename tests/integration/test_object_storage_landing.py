@@ -1,0 +1,206 @@
+"""The landing zone on a real S3 server (S3Proxy): exactly once across a SIGKILL, and one writer at a time."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+from kip714_dev.local_kafka.cluster import LocalKafkaCluster
+from object_storage import LocalS3
+from telemetry_helpers import (
+    client_headers,
+    create_topic,
+    good_records,
+    offsets_by_partition,
+    points_per_offset,
+    produce_records,
+    producer_like_payload,
+)
+
+from airflow_provider_kip714.decoding.decoder import TopicRecord
+from airflow_provider_kip714.exceptions import LandingError
+from airflow_provider_kip714.telemetry.landing_batch import stage_records
+from airflow_provider_kip714.telemetry.landing_zone import LandingZone
+
+TOPIC = "_client_telemetry"
+
+
+def _land_command(bootstrap: str, topic: str, out: str, *extra: str) -> list[str]:
+    command = [sys.executable, "-m", "airflow_provider_kip714.cli.main", "telemetry", "land"]
+    return [*command, "--bootstrap-server", bootstrap, "--topic", topic, "--out", out, *extra]
+
+
+def _prefix(url: str) -> str:
+    return url.split("/", 3)[3]
+
+
+def test_sigkill_mid_landing_on_s3_then_rerun_has_no_duplicates_or_gaps(
+    kafka_cluster: LocalKafkaCluster,
+    local_s3: LocalS3,
+) -> None:
+    config = kafka_cluster.client_config()
+    topic = create_topic(config, partitions=3)
+    total = 30_000
+    produce_records(config, topic, good_records(total, partitions=3, points=4))
+    url = local_s3.url()
+    env = {**os.environ, "PYTHONWARNINGS": "ignore"}
+    child = subprocess.Popen(
+        _land_command(
+            kafka_cluster.bootstrap_servers, topic, url, "--chunk-records", "600", "--workers", "2"
+        ),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env=env,
+    )
+    try:
+        deadline = time.monotonic() + 180
+        while time.monotonic() < deadline and child.poll() is None:
+            if (
+                len([key for key in local_s3.keys(_prefix(url) + "/_commits/") if key.endswith(".commit")])
+                >= 6
+            ):
+                break
+            time.sleep(0.1)
+        assert child.poll() is None, f"landing finished before it could be killed: {child.stderr.read()!r}"
+        child.send_signal(signal.SIGKILL)
+        child.wait(30)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait(30)
+    zone = LandingZone(url, topic)
+    landed_before = zone.read_table("raw").num_rows
+    assert 0 < landed_before < total
+
+    rerun = subprocess.run(
+        _land_command(kafka_cluster.bootstrap_servers, topic, url, "--json"),
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+        check=False,
+    )
+    assert rerun.returncode == 0, rerun.stderr
+    raw = zone.read_table("raw")
+    per_partition = total // 3
+    assert offsets_by_partition(raw) == {p: list(range(per_partition)) for p in range(3)}
+    datapoints = zone.read_table("datapoints")
+    counts = points_per_offset(datapoints)
+    assert len(counts) == total and set(counts.values()) == {4}
+    assert datapoints.num_rows == total * 4
+    # every data file left in the bucket is named by a marker: the rerun removed the killed run's orphans
+    committed = {f"{chunk.stem}.{token}" for chunk, token in zone.committed()}
+    data_keys = [key for key in local_s3.keys(_prefix(url) + "/") if key.endswith(".parquet")]
+    assert data_keys and {key.rsplit("/", 1)[-1].removesuffix(".parquet") for key in data_keys} <= committed
+
+
+def _records(partition: int, first: int, count: int) -> list[TopicRecord]:
+    return [
+        TopicRecord(
+            TOPIC,
+            partition,
+            offset,
+            1_763_798_400_000 + offset,
+            b"k",
+            client_headers(),
+            producer_like_payload(3),
+        )
+        for offset in range(first, first + count)
+    ]
+
+
+def test_uncommitted_chunk_on_s3_is_invisible_and_removed_on_recovery(local_s3: LocalS3) -> None:
+    url = local_s3.url()
+    zone = LandingZone(url, TOPIC)
+    with zone.lock():
+        zone.prepare()
+        zone.commit(stage_records(url, TOPIC, True, "otlp_proto", _records(0, 0, 20)))
+        orphan = stage_records(url, TOPIC, True, "otlp_proto", _records(0, 20, 20))  # never committed
+        assert all(local_s3.keys(path.split("/", 1)[1]) for path in orphan.files)
+        assert zone.read_table("raw").column("offset").to_pylist() == list(range(20))
+        assert zone.read_table("datapoints").num_rows == 20 * 3
+        assert zone.recover() == {0: 20}
+    assert not any(local_s3.keys(path.split("/", 1)[1]) for path in orphan.files)
+
+
+def test_two_landings_on_one_s3_zone_one_wins_the_other_fails_cleanly(
+    kafka_cluster: LocalKafkaCluster,
+    local_s3: LocalS3,
+) -> None:
+    config = kafka_cluster.client_config()
+    topic = create_topic(config, partitions=2)
+    produce_records(config, topic, good_records(400, partitions=2, points=2))
+    url = local_s3.url()
+    env = {**os.environ, "PYTHONWARNINGS": "ignore"}
+    command = _land_command(kafka_cluster.bootstrap_servers, topic, url, "--follow", "--timeout-s", "20")
+    runs = [
+        subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        for _ in range(2)
+    ]
+    outcomes = [(run.wait(180), run.stderr.read()) for run in runs]
+    codes = sorted(code for code, _ in outcomes)
+    assert codes[0] == 0 and codes[1] != 0, outcomes
+    (loser_err,) = [err for code, err in outcomes if code != 0]
+    last = loser_err.strip().splitlines()[-1]
+    assert "another landing run holds" in last or "could not take the lease" in last, loser_err
+    assert "Traceback" not in loser_err
+    raw = LandingZone(url, topic).read_table("raw")
+    assert offsets_by_partition(raw) == {0: list(range(200)), 1: list(range(200))}
+
+
+def _race(zones: list[LandingZone]) -> tuple[list[int], list[str]]:
+    """Two threads take one zone's lease at the same moment; returns (winners, failures)."""
+    barrier = threading.Barrier(len(zones))
+    won: list[int] = []
+    failed: list[str] = []
+
+    def attempt(index: int) -> None:
+        barrier.wait()
+        try:
+            zones[index].lease.acquire()
+        except LandingError as err:
+            failed.append(str(err))
+        else:
+            won.append(index)
+
+    threads = [threading.Thread(target=attempt, args=(i,)) for i in range(len(zones))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    return won, failed
+
+
+def test_concurrent_lease_attempts_never_both_win(local_s3: LocalS3) -> None:
+    """Rounds of two threads racing for one S3 zone's lease: never two holders at once."""
+    for _ in range(8):
+        url = local_s3.url()
+        zones = [LandingZone(url, TOPIC) for _ in range(2)]
+        won, failed = _race(zones)
+        assert len(won) <= 1, "two landings held one zone's lease"
+        assert len(won) + len(failed) == 2
+        for index in won:
+            zones[index].lease.release()
+
+
+def test_a_holder_that_lost_its_lease_cannot_commit(
+    local_s3: LocalS3, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Fencing: a stalled holder whose claim was taken over stops before its next marker."""
+    monkeypatch.setenv("KIP714_LEASE_TTL_S", "3")
+    url = local_s3.url()
+    zone = LandingZone(url, TOPIC)
+    with zone.lock():
+        zone.prepare()
+        staged = stage_records(url, TOPIC, True, "otlp_proto", _records(0, 0, 5))
+        for key in local_s3.keys(_prefix(url) + "/_lease/"):
+            local_s3.client().delete_object(Bucket=local_s3.state.bucket, Key=key)  # as a taker would
+        time.sleep(3.5)  # the renewal (every ttl/3) finds the claim gone
+        with pytest.raises(LandingError, match="lost the lease"):
+            zone.commit(staged)
+    assert zone.committed() == set()
