@@ -1,6 +1,6 @@
 """``kip714_rollups``: every hour, land the telemetry topic and compute the analytics of that hour.
 
-    land -> rollups -> anomalies (thresholds + anomalies) -> broker_metrics
+    land -> analytics (rollups, then thresholds + anomalies, then broker metrics: one Spark application)
 
 Each output table is an Asset (the UI page and downstream DAGs schedule on them). Runs own their
 interval: landing is exactly-once by offsets (a rerun lands only what is new), and the Spark apps
@@ -50,20 +50,15 @@ with DAG(
         timeout_s=45 * 60,
         execution_timeout=timedelta(minutes=50),
     )
-    rollups = spark_app_operator(
-        task_id="rollups", app="rollups", outlets=[analytics_asset(ZONE, "rollups")], **INTERVAL
-    )
-    anomalies = spark_app_operator(
-        task_id="anomalies",
-        app="anomalies",
+    # rollups, then thresholds and anomalies, then broker health: one Spark application, one JVM start
+    analytics = spark_app_operator(
+        task_id="analytics",
+        app="pipeline",
         extra_args={"rules": str(DEFAULT_RULES), "history": "24h"},
-        outlets=[analytics_asset(ZONE, "thresholds"), analytics_asset(ZONE, "anomalies")],
+        outlets=[
+            analytics_asset(ZONE, table)
+            for table in ("rollups", "thresholds", "anomalies", "broker_metrics", "broker_client_metrics")
+        ],
         **INTERVAL,
     )
-    broker_metrics = spark_app_operator(
-        task_id="broker_metrics",
-        app="broker_metrics",
-        outlets=[analytics_asset(ZONE, "broker_metrics"), analytics_asset(ZONE, "broker_client_metrics")],
-        **INTERVAL,
-    )
-    land >> rollups >> anomalies >> broker_metrics
+    land >> analytics

@@ -4,7 +4,7 @@ Trigger it from the UI's Param form (or ``airflow dags test kip714_troubleshoot 
 
     validate_request -> open_subscription (setup) -> wait_for_pushes -> land_window
         -> close_subscription, check_subscription_gone (teardowns: run on every path)
-    land_window -> rollups -> write_rules -> anomalies -> broker_metrics -> report
+    land_window -> write_rules -> analytics (rollups, anomalies, broker metrics: one Spark app) -> report
 
 Invalid input fails in ``validate_request`` (or in the form itself), before the cluster is touched.
 The report lands in ``<KIP714_DATA_DIR>/troubleshoot/<run>/report/report.html``; the task logs its path,
@@ -30,7 +30,7 @@ from airflow_provider_kip714.troubleshooting.form import troubleshoot_params
 from airflow_provider_kip714.troubleshooting.request import TroubleshootingRequest
 from airflow_provider_kip714.troubleshooting.rules import write_window_rules
 from airflow_provider_kip714.troubleshooting.window import WindowBounds, check_subscription_gone, land_window
-from spark_apps.package import DEFAULT_RULES
+from spark_apps.package import DEFAULT_RULES, WINDOW_CONF
 
 LANDED = "ti.xcom_pull(task_ids='land_window')"
 WINDOW = "ti.xcom_pull(task_ids='open_subscription')"
@@ -118,11 +118,10 @@ with DAG(
         "end": "{{ " + LANDED + "['end'] }}",
         "bucket": "{{ params.bucket }}",
     }
-    rollups = spark_app_operator(task_id="rollups", app="rollups", **spark_window)
 
     @task
     def write_rules() -> str:
-        """Turn the form's per-prefix thresholds into rules for the metrics this window rolled up."""
+        """Turn the form's per-prefix thresholds into rules for the metrics this window landed."""
         context = get_current_context()
         request = TroubleshootingRequest.from_params(context["params"])
         path, count = write_window_rules(troubleshoot_area(context["run_id"]), request, DEFAULT_RULES)
@@ -130,9 +129,11 @@ with DAG(
         return str(path)
 
     rules = write_rules()
-    anomalies = spark_app_operator(
-        task_id="anomalies",
-        app="anomalies",
+    # rollups, then thresholds and anomalies, then broker health: one Spark application, one JVM start
+    analytics = spark_app_operator(
+        task_id="analytics",
+        app="pipeline",
+        conf=WINDOW_CONF,
         extra_args={
             "rules": "{{ ti.xcom_pull(task_ids='write_rules') }}",
             "history": "1h",
@@ -141,7 +142,6 @@ with DAG(
         },
         **spark_window,
     )
-    broker_metrics = spark_app_operator(task_id="broker_metrics", app="broker_metrics", **spark_window)
     report = TroubleshootingReportOperator(
         task_id="report",
         window_start="{{ " + LANDED + "['start'] }}",
@@ -153,4 +153,4 @@ with DAG(
     validated >> open_subscription >> wait_for_pushes >> landed >> close_subscription >> verify
     close_subscription.as_teardown(setups=open_subscription)
     verify.as_teardown(setups=open_subscription, on_failure_fail_dagrun=True)
-    landed >> rollups >> rules >> anomalies >> broker_metrics >> report
+    landed >> rules >> analytics >> report

@@ -360,8 +360,8 @@ def _static_column(name: str, common: dict[str, Column], present: list[str]) -> 
     return F.col(name) if name in present else F.lit(None)
 
 
-def run(argv: Sequence[str] | None = None, spark: SparkSession | None = None) -> RunSummary:
-    """Parse ``argv``, learn thresholds, detect anomalies, write both; returns (and prints) the summary."""
+def check_args(argv: Sequence[str] | None):  # type: ignore[no-untyped-def]
+    """Validate the flags and load the rules (before Spark starts); the first bad one raises."""
     namespace, common = parse_common(build_parser(), argv)
     settings = _settings(namespace)
     group_by = _group_by(namespace.group_by)
@@ -370,7 +370,13 @@ def run(argv: Sequence[str] | None = None, spark: SparkSession | None = None) ->
     if namespace.max_gap_buckets < 0:
         raise SparkAppInputError("--max-gap-buckets", "must be >= 0", namespace.max_gap_buckets)
     rules = load_rules(namespace.rules, common.metric_aliases)
-    _peer_settings(namespace)  # checked here, before Spark starts; built again below
+    _peer_settings(namespace)  # checked here, before Spark starts; run() builds it again
+    return namespace, common, settings, group_by, history, baseline_for, rules
+
+
+def run(argv: Sequence[str] | None = None, spark: SparkSession | None = None) -> RunSummary:
+    """Parse ``argv``, learn thresholds, detect anomalies, write both; returns (and prints) the summary."""
+    namespace, common, settings, group_by, history, baseline_for, rules = check_args(argv)
     spark = configure(spark) if spark is not None else get_session(APP_NAME)
 
     interval = common.interval

@@ -20,10 +20,11 @@ taken from its own pushes in the interval).
 
 from __future__ import annotations
 
+import argparse
 import sys
 from collections.abc import Sequence
 
-from kip714_common.cli import base_parser, parse_common, run_main
+from kip714_common.cli import CommonArgs, base_parser, parse_common, run_main
 from kip714_common.errors import SparkAppInputError
 from kip714_common.histograms import merged_counts_expression, percentile_expression
 from kip714_common.landing import read_datapoints
@@ -219,13 +220,19 @@ def per_broker(rolled: DataFrame, clients: DataFrame, settings) -> DataFrame:  #
     )
 
 
-def run(argv: Sequence[str] | None = None, spark: SparkSession | None = None) -> RunSummary:
-    """Parse ``argv``, compute broker health for the interval, write both tables; returns the summary."""
+def check_args(argv: Sequence[str] | None) -> tuple[argparse.Namespace, CommonArgs]:
+    """Validate the flags (before Spark starts): the first bad one raises ``SparkAppInputError``."""
     namespace, common = parse_common(build_parser(), argv)
     if not 0 <= namespace.throttle_ratio <= 1:
         raise SparkAppInputError("--throttle-ratio", "must be between 0 and 1", namespace.throttle_ratio)
     if not 0 <= namespace.plugin_error_ratio < 1:
         raise SparkAppInputError("--plugin-error-ratio", "must be in [0, 1)", namespace.plugin_error_ratio)
+    return namespace, common
+
+
+def run(argv: Sequence[str] | None = None, spark: SparkSession | None = None) -> RunSummary:
+    """Parse ``argv``, compute broker health for the interval, write both tables; returns the summary."""
+    namespace, common = check_args(argv)
     spark = configure(spark) if spark is not None else get_session(APP_NAME)
 
     interval = common.interval

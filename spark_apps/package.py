@@ -34,6 +34,7 @@ APPLICATIONS = {
     "rollups": SPARK_APPS_DIR / "rollups.py",
     "anomalies": SPARK_APPS_DIR / "anomalies.py",
     "broker_metrics": SPARK_APPS_DIR / "broker_metrics.py",
+    "pipeline": SPARK_APPS_DIR / "pipeline.py",
 }
 DEFAULT_RULES = SPARK_APPS_DIR / "rules" / "default_rules.json"
 DEFAULT_BUILD_DIR = Path(os.environ.get("KIP714_SPARK_BUILD_DIR", tempfile.gettempdir())) / "kip714-spark"
@@ -66,6 +67,19 @@ PERFORMANCE_CONF = {
     "spark.driver.extraJavaOptions": f"-XX:+UseParallelGC {JIT_OPTIONS}",
     "spark.executor.extraJavaOptions": f"-XX:+UseParallelGC {JIT_OPTIONS}",
 }
+
+SMALL_INPUT_JVM_OPTIONS = "-XX:+UseSerialGC -XX:TieredStopAtLevel=1"
+"""For a troubleshooting window (thousands to a few million points): the JVM's quick compiler only.
+
+Profiled on the demo's window (11k points, ``bench/bench_turnaround.py``): with C2 on, the JVM's
+compiler threads used more CPU than the whole analysis (``KIP714_TIMING`` ``jit_compile_s``), on a machine
+with two cores. The code C1 makes is slower per row, which matters only for inputs of tens of millions of
+rows (the hourly DAG keeps ``PERFORMANCE_CONF``'s JIT settings)."""
+WINDOW_CONF = {
+    "spark.driver.extraJavaOptions": SMALL_INPUT_JVM_OPTIONS,
+    "spark.executor.extraJavaOptions": SMALL_INPUT_JVM_OPTIONS,
+}
+"""Launch settings of the troubleshooting DAG's Spark application, over ``PERFORMANCE_CONF``."""
 
 
 def application_path(name: str) -> Path:

@@ -5,7 +5,9 @@
         --start 2026-01-31T13:00:00Z --end 2026-01-31T14:00:00Z --bucket 1m
 
 Writes ``<output>/rollups/date=YYYY-MM-DD/hour=H/`` (``ROLLUP_SCHEMA``), replacing the interval's
-partitions, and prints one ``KIP714_SUMMARY {json}`` line.
+partitions, and prints one ``KIP714_SUMMARY {json}`` line. The summary counts what the run left out:
+``null_metric_name_points`` (points without a metric name, skipped) and ``late_points`` (points filed in
+the interval's hours whose time is before ``--start`` minus the lookback; see ``landing.LATE_GRACE``).
 """
 
 from __future__ import annotations
@@ -13,8 +15,8 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
-from kip714_common.cli import base_parser, parse_common, run_main
-from kip714_common.landing import read_datapoints
+from kip714_common.cli import CommonArgs, base_parser, parse_common, run_main
+from kip714_common.landing import landing_counts, read_datapoints
 from kip714_common.outputs import RunSummary, summarise_written, write_table
 from kip714_common.rollup import rollup_points
 from kip714_common.session import configure, get_session
@@ -23,16 +25,26 @@ from pyspark.sql import SparkSession
 APP_NAME = "kip714-rollups"
 
 
+def build_parser():  # type: ignore[no-untyped-def]
+    return base_parser("Roll KIP-714 data points up per bucket.")
+
+
+def check_args(argv: Sequence[str]) -> CommonArgs:
+    """Validate the flags (before Spark starts): the first bad one raises ``SparkAppInputError``."""
+    return parse_common(build_parser(), argv)[1]
+
+
 def run(argv: Sequence[str] | None = None, spark: SparkSession | None = None) -> RunSummary:
     """Parse ``argv``, roll the interval up, write it; returns (and prints) the summary."""
-    _, common = parse_common(base_parser("Roll KIP-714 data points up per bucket."), argv)
+    common = check_args(sys.argv[1:] if argv is None else argv)
     spark = configure(spark) if spark is not None else get_session(APP_NAME)
 
     interval = common.interval
     points = read_datapoints(spark, common.input, common.read_start, interval.end, common.metric_aliases)
     write_table(rollup_points(points, interval, common.read_start), common.output, "rollups", interval)
 
-    summary = RunSummary(APP_NAME, interval)
+    notes = landing_counts(spark, common.input, common.read_start, interval.start, interval.end)
+    summary = RunSummary(APP_NAME, interval, notes=dict(notes))
     summary.tables["rollups"] = summarise_written(spark, common.output, "rollups", interval)
     summary.print()
     return summary

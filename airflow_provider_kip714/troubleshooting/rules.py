@@ -77,11 +77,41 @@ def checked_rules_text(document: dict[str, Any]) -> str:
     return text
 
 
+def landed_client_metric_names(zone: RunArea) -> list[str]:
+    """Client metric names in the zone's landing ``datapoints/``, named as the rollups name them.
+
+    The rules can then be written before the one Spark application that rolls up and judges the window
+    (``spark_apps/pipeline.py``). A window's landing zone holds the window and the minute before it, so
+    the names are those of the rollups or a few more (a rule for a metric no point has matches nothing).
+    """
+    import pyarrow.compute as pc
+    import pyarrow.dataset as ds
+    import pyarrow.fs as pafs
+
+    from airflow_provider_kip714.storage.data_root import arrow_location
+
+    filesystem, where = arrow_location(zone.landing / "datapoints")
+    if filesystem.get_file_info(where).type != pafs.FileType.Directory:
+        return []
+    dataset = ds.dataset(
+        where, filesystem=filesystem, format="parquet", partitioning="hive", ignore_prefixes=[".", "_"]
+    )
+    if not dataset.files:
+        return []
+    names = dataset.to_table(columns=["metric_name"], filter=ds.field("record_type") == "client")
+    return sorted({normalise_metric_prefix(v) for v in pc.unique(names["metric_name"]).to_pylist() if v})
+
+
 def write_window_rules(
     zone: RunArea, request: TroubleshootingRequest, default_rules: Path | None
 ) -> tuple[Path, int]:
-    """Write ``<zone>/rules.json`` for this window; returns its path and how many rules it holds."""
-    document = window_rules(request, client_metric_names(zone), default_rules)
+    """Write ``<zone>/rules.json`` for this window; returns its path and how many rules it holds.
+
+    The metric names come from the zone's rollups when written, else from its landing zone (the DAG
+    writes the rules before the Spark application that writes the rollups).
+    """
+    names = client_metric_names(zone) or landed_client_metric_names(zone)
+    document = window_rules(request, names, default_rules)
     text = checked_rules_text(document)
     path = zone.root / RULES_FILE
     path.parent.mkdir(parents=True, exist_ok=True)

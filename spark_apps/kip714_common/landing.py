@@ -132,14 +132,17 @@ def epoch_nanos(dt: datetime) -> int:
     return int(dt.timestamp()) * 1_000_000_000 + dt.microsecond * 1000
 
 
-def read_datapoints(
-    spark: SparkSession,
-    input_root: str,
-    start: datetime,
-    end: datetime,
-    metric_aliases: Mapping[str, str] | None = None,
-) -> LandedPoints:
-    """Data points with ``start <= time < end``, normalised (see module docstring)."""
+LATE_GRACE = timedelta(hours=1)
+"""How long after its own hour a point's record may be stamped and still be read with that hour.
+
+Landing files records by the broker's timestamp (``date=/hour=`` of ``record_timestamp``); the apps select
+points by their own ``time``. A point taken at 23:59:59.990 whose push the broker stamped 00:00:00.020
+sits in hour 00's folder: a run therefore reads its interval's hour folders and the next hour's, and a
+point counts in the interval of its own time, so in exactly one of two consecutive runs."""
+
+
+def landed_hours(spark: SparkSession, input_root: str, start: datetime, end: datetime) -> DataFrame:
+    """Committed rows of the ``date=/hour=`` folders covering ``[start, end)`` (lazy)."""
     root = f"{input_root}/{DATAPOINTS_DIR}"
     if not path_exists(spark, root):
         raise SparkAppInputError("--input", f"must be a landing zone root holding {DATAPOINTS_DIR}/", root)
@@ -150,7 +153,63 @@ def read_datapoints(
         hours = spark.read.schema(DATAPOINT_SCHEMA).option("basePath", root).parquet(*committed)
     else:
         hours = spark.createDataFrame([], DATAPOINT_SCHEMA)
-    hours = hours.where(hour_partition_filter(start, end))
+    return hours.where(hour_partition_filter(start, end))
+
+
+def landed_bytes(spark: SparkSession, input_root: str, start: datetime, end: datetime) -> int | None:
+    """Parquet bytes in the ``datapoints/`` hour folders of ``[start, end)``; None when it cannot tell."""
+    hour = start.replace(minute=0, second=0, microsecond=0)
+    folders = []
+    while hour < end:
+        folders.append(f"{input_root}/{DATAPOINTS_DIR}/date={hour:%Y-%m-%d}/hour={hour.hour:02d}")
+        hour += timedelta(hours=1)
+    try:
+        jvm = spark.sparkContext._jvm  # type: ignore[attr-defined]
+        configuration = spark.sparkContext._jsc.hadoopConfiguration()  # type: ignore[attr-defined]
+    except Exception:  # Spark Connect: no JVM here
+        return None
+    total = 0
+    for folder in folders:
+        path = jvm.org.apache.hadoop.fs.Path(folder)
+        filesystem = path.getFileSystem(configuration)
+        if filesystem.exists(path):
+            total += int(filesystem.getContentSummary(path).getLength())
+    return total
+
+
+def landing_counts(
+    spark: SparkSession, input_root: str, read_start: datetime, start: datetime, end: datetime
+) -> dict[str, int]:
+    """What a run leaves out, for its summary (one small pass over the interval's own hour folders).
+
+    ``null_metric_name_points``: points of ``[start, end)`` without a metric name, skipped (no rollup can
+    name them). ``late_points``: points filed in the interval's hours whose time is before ``read_start``
+    (``--start`` minus the counter lookback): their records were stamped long after their own time; they
+    are in their own hour's rollup only if that hour's run (or a rerun of it) read them.
+    """
+    frame = landed_hours(spark, input_root, start, end)
+    in_interval = (F.col("time") >= epoch_nanos(start)) & (F.col("time") < epoch_nanos(end))
+    row = frame.agg(
+        F.count(F.when(in_interval & F.col("metric_name").isNull(), 1)).alias("null_names"),
+        F.count(F.when(F.col("time") < epoch_nanos(read_start), 1)).alias("late"),
+    ).first()
+    return {"null_metric_name_points": int(row["null_names"]), "late_points": int(row["late"])}  # type: ignore[index]
+
+
+def read_datapoints(
+    spark: SparkSession,
+    input_root: str,
+    start: datetime,
+    end: datetime,
+    metric_aliases: Mapping[str, str] | None = None,
+) -> LandedPoints:
+    """Data points with ``start <= time < end`` and a metric name, normalised (see module docstring).
+
+    Read from the folders of ``[start, end + LATE_GRACE)``; rows without a metric name are skipped
+    (``landing_counts`` counts them for the run summary).
+    """
+    hours = landed_hours(spark, input_root, start, end + LATE_GRACE)
+    hours = hours.where(F.col("metric_name").isNotNull())
     raw = hours.where((F.col("time") >= epoch_nanos(start)) & (F.col("time") < epoch_nanos(end)))
     # the series of the whole hours: a superset, which is always safe, read without the time column
     return normalise(raw, metric_aliases, series_source=hours)

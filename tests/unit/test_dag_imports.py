@@ -60,7 +60,7 @@ def test_product_dags_import_cleanly(tmp_path: Path) -> None:
     troubleshoot = dags["kip714_troubleshoot"]
     assert troubleshoot["setups"] == ["open_subscription"]
     assert troubleshoot["teardowns"] == ["check_subscription_gone", "close_subscription"]
-    assert {"rollups", "anomalies", "broker_metrics", "report", "validate_request"} <= set(
+    assert {"write_rules", "analytics", "report", "validate_request"} <= set(
         troubleshoot["tasks"]
     )
     assert {
@@ -72,7 +72,7 @@ def test_product_dags_import_cleanly(tmp_path: Path) -> None:
         "thresholds",
     } <= set(troubleshoot["params"])
     rollups = dags["kip714_rollups"]
-    assert rollups["tasks"] == ["anomalies", "broker_metrics", "land", "rollups"]
+    assert rollups["tasks"] == ["analytics", "land"]
     assert rollups["schedule"] == "CronDataIntervalTimetable"  # hourly data intervals, not zero-length
     assert rollups["kafka_conn_ids"] == ["kafka_default"]
     # one mapped reap task per cluster, the clusters read at run time (environment + recorded)

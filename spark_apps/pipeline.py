@@ -1,0 +1,140 @@
+"""Spark app: every analytics step of one run in one SparkSession (one JVM start instead of one per step).
+
+    spark-submit --py-files kip714_common.zip spark_apps/pipeline.py \\
+        --input <landing root> --output <analytics root> \\
+        --start 2026-01-31T13:00:00Z --end 2026-01-31T14:00:00Z --bucket 1m \\
+        --rules spark_apps/rules/default_rules.json --history 24h
+
+Runs ``--steps`` (default: rollups, anomalies, broker_metrics) in order with each app's own ``run``; the
+tables, their partitions and the ``KIP714_SUMMARY`` lines are the same as when the apps run one by one,
+and each app stays runnable alone. The flags are the union of the steps' flags: each step gets the flags
+it knows among those given (shared ones, such as ``--bucket``, go to every step). Every step's flags are
+checked before Spark starts. ``--remote sc://host:port`` runs the steps on a Spark Connect server instead
+of a JVM of its own. Each step's wall time is printed as a ``KIP714_TIMING`` line.
+
+A new step is a module with ``APP_NAME``, ``build_parser()``, ``check_args(argv)`` and
+``run(argv, spark)``, added to ``STEPS`` in the order it must run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+import time
+from collections.abc import Sequence
+from types import ModuleType
+
+from kip714_common.cli import CommonArgs, base_parser, parse_common, run_main
+from kip714_common.errors import SparkAppInputError
+from kip714_common.landing import LATE_GRACE, landed_bytes
+from kip714_common.session import get_session, tune_for_input
+from kip714_common.timing import StepTimer, emit, jvm_report
+from pyspark.sql import SparkSession
+
+APP_NAME = "kip714-pipeline"
+STEPS: dict[str, str] = {
+    "rollups": "rollups",
+    "anomalies": "anomalies",
+    "broker_metrics": "broker_metrics",
+}
+"""Step name -> module (next to this file), in the order the steps run when all are asked for."""
+DEFAULT_STEPS = tuple(STEPS)
+
+
+def step_module(name: str) -> ModuleType:
+    return importlib.import_module(STEPS[name])
+
+
+def parse_steps(text: str) -> list[str]:
+    """``rollups,anomalies`` -> the steps in ``STEPS`` order (so a dependency always runs first)."""
+    asked = {part.strip() for part in text.split(",") if part.strip()}
+    unknown = sorted(asked - set(STEPS))
+    if not asked or unknown:
+        raise SparkAppInputError("--steps", f"must list steps among {', '.join(STEPS)}", text)
+    return [name for name in STEPS if name in asked]
+
+
+def build_parser(steps: Sequence[str] = DEFAULT_STEPS) -> argparse.ArgumentParser:
+    """The union of the steps' parsers, every default suppressed (a step keeps its own defaults)."""
+    parents = []
+    for name in steps:
+        parent = step_module(name).build_parser()
+        parent.add_help = False
+        parents.append(parent)
+    parser = argparse.ArgumentParser(
+        description="Run the KIP-714 analytics steps in one SparkSession.",
+        parents=parents,
+        conflict_handler="resolve",
+    )
+    for action in parser._actions:
+        if action.dest != "help":
+            action.default = argparse.SUPPRESS
+    parser.add_argument("--steps", default=",".join(DEFAULT_STEPS), help="steps to run, in STEPS order")
+    parser.add_argument("--remote", default=None, help="Spark Connect URL (sc://host:port) instead of a JVM")
+    return parser
+
+
+def step_argv(name: str, given: argparse.Namespace) -> list[str]:
+    """The flags of ``given`` that step ``name`` knows, as its command line."""
+    return parser_argv(step_module(name).build_parser(), given)
+
+
+def parser_argv(parser: argparse.ArgumentParser, given: argparse.Namespace) -> list[str]:
+    """The flags of ``given`` that ``parser`` knows, as a command line."""
+    argv: list[str] = []
+    for action in parser._actions:
+        if action.dest == "help" or not hasattr(given, action.dest):
+            continue
+        value = getattr(given, action.dest)
+        flag = max(action.option_strings, key=len)
+        if action.nargs == 0:
+            argv += [flag] if value else []
+        elif value is not None:
+            argv += [flag, str(value)]
+    return argv
+
+
+def plan(argv: Sequence[str]) -> tuple[list[tuple[str, list[str]]], CommonArgs, str | None]:
+    """Each step with its command line, checked before any Spark work; the shared flags; the Connect URL."""
+    args = list(argv)
+    steps_parser = argparse.ArgumentParser(add_help=False)
+    steps_parser.add_argument("--steps", default=",".join(DEFAULT_STEPS))
+    steps = parse_steps(steps_parser.parse_known_args(args)[0].steps)
+    given = build_parser(steps).parse_args(args)
+    planned = [(name, step_argv(name, given)) for name in steps]
+    for name, arguments in planned:
+        step_module(name).check_args(arguments)
+    common = parse_common(base_parser(APP_NAME), parser_argv(base_parser(APP_NAME), given))[1]
+    return planned, common, getattr(given, "remote", None)
+
+
+def session(remote: str | None) -> SparkSession:
+    if remote is None:
+        return get_session(APP_NAME)
+    from kip714_common.session import configure
+
+    return configure(SparkSession.builder.remote(remote).getOrCreate())
+
+
+def run(argv: Sequence[str] | None = None, spark: SparkSession | None = None) -> dict[str, object]:
+    """Run the planned steps in one session; returns each step's summary."""
+    planned, common, remote = plan(sys.argv[1:] if argv is None else argv)
+    timer = StepTimer(APP_NAME)
+    with timer.phase("session"):
+        spark = spark if spark is not None else session(remote)
+    with timer.phase("size_input"):
+        size = landed_bytes(spark, common.input, common.read_start, common.interval.end + LATE_GRACE)
+        small = tune_for_input(spark, size)
+    emit({"step": APP_NAME, "phase": "input", "bytes": size, "small_input_conf": small})
+    summaries: dict[str, object] = {}
+    for name, arguments in planned:
+        with timer.phase(name):
+            summaries[name] = step_module(name).run(arguments, spark)
+    emit({"step": APP_NAME, "phase": "total", "seconds": round(timer.total, 3), "ended": time.time()})
+    emit({"step": APP_NAME, "phase": "jvm", **jvm_report(spark)})
+    return summaries
+
+
+if __name__ == "__main__":
+    sys.exit(run_main(run, sys.argv[1:]))

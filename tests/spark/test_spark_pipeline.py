@@ -1,0 +1,65 @@
+"""The one-application pipeline on real Spark: every step's tables from one session, flags routed per step."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pipeline
+import pytest
+from kip714_common.errors import SparkAppInputError
+
+from airflow_provider_kip714.storage.data_root import RunArea
+from airflow_provider_kip714.troubleshooting.rules import landed_client_metric_names
+
+pytestmark = pytest.mark.spark
+
+FIXTURE = Path(__file__).resolve().parent / "data" / "demo_landing"
+RULES = Path(__file__).resolve().parents[2] / "spark_apps" / "rules" / "default_rules.json"
+WINDOW = ["--start", "2026-11-22T08:17:00Z", "--end", "2026-11-22T08:22:30Z", "--bucket", "10s"]
+
+
+def _argv(landing: Path, output: Path, *extra: str) -> list[str]:
+    return ["--input", str(landing), "--output", str(output), *WINDOW, *extra]
+
+
+def test_flags_go_to_the_steps_that_know_them(tmp_path: Path) -> None:
+    argv = _argv(tmp_path, tmp_path, "--rules", str(RULES), "--history", "1h", "--throttle-ratio", "0.3")
+    planned, common, remote = pipeline.plan(argv)
+    steps = dict(planned)
+    assert list(steps) == ["rollups", "anomalies", "broker_metrics"] and remote is None
+    assert "--rules" in steps["anomalies"] and "--rules" not in steps["rollups"]
+    assert "--throttle-ratio" in steps["broker_metrics"] and "--throttle-ratio" not in steps["anomalies"]
+    assert all("--bucket" in flags and "10s" in flags for flags in steps.values())
+    assert common.interval.bucket_seconds == 10
+
+
+def test_a_bad_flag_of_a_later_step_fails_before_any_step_runs(tmp_path: Path) -> None:
+    with pytest.raises(SparkAppInputError, match="--throttle-ratio"):
+        pipeline.run(_argv(FIXTURE, tmp_path / "out", "--throttle-ratio", "2"))
+    with pytest.raises(SparkAppInputError, match="--steps"):
+        pipeline.plan(_argv(FIXTURE, tmp_path / "out", "--steps", "rollups,nope"))
+    assert not (tmp_path / "out").exists()
+
+
+def test_one_session_writes_every_steps_tables(tmp_path: Path, spark, capsys) -> None:  # type: ignore[no-untyped-def]
+    output = tmp_path / "out"
+    summaries = pipeline.run(_argv(FIXTURE, output, "--rules", str(RULES), "--history", "1h"), spark)
+    assert list(summaries) == ["rollups", "anomalies", "broker_metrics"]
+    rollups = summaries["rollups"].tables["rollups"]  # type: ignore[attr-defined]
+    assert rollups["rows"] > 0 and summaries["rollups"].notes["null_metric_name_points"] == 0  # type: ignore[attr-defined]
+    for table in ("rollups", "thresholds", "anomalies", "broker_metrics", "broker_client_metrics"):
+        assert (output / table).is_dir(), table
+    timings = [
+        json.loads(line.split(" ", 1)[1])
+        for line in capsys.readouterr().out.splitlines()
+        if line.startswith("KIP714_TIMING ")
+    ]
+    phases = {t["phase"] for t in timings if t["step"] == pipeline.APP_NAME}
+    assert {"session", "rollups", "anomalies", "broker_metrics", "total", "jvm", "input"} <= phases
+    # the rules the DAG writes before the pipeline name the metrics the pipeline then rolls up
+    rolled = {r["metric_name"] for r in spark.read.parquet(str(output / "rollups")).collect()}
+    area = RunArea(tmp_path / "area")
+    (area.root).mkdir()
+    (area.root / "landing").symlink_to(FIXTURE)
+    assert landed_client_metric_names(area) == sorted(rolled)
