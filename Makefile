@@ -14,10 +14,11 @@ PYTEST_ARGS ?=
 # rustup's default location, in case the calling shell has not sourced ~/.cargo/env
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 
-.PHONY: help install venv plugin java-client kafka browser test unit-test lint demo bench airflow clean dist
+.PHONY: help install venv plugin java-client kafka cluster-jars browser test unit-test lint demo demo-cluster bench airflow clean dist otel-check
 
 help:
 	@echo "make demo   - install, start local Kafka + clients, run the troubleshooting job"
+	@echo "make demo-cluster - the same story on S3 (S3Proxy) and Spark standalone with 2 workers"
 	@echo "make test   - install, then run the whole test suite"
 	@echo "make plugin - build the broker plugin jar ($(PLUGIN_JAR))"
 	@echo "make lint   - ruff check + format check"
@@ -47,10 +48,14 @@ kafka: venv
 	$(BIN)/kip714 local-kafka install --kafka-version $(KAFKA_VERSION)
 	$(BIN)/kip714 local-kafka install --kafka-version $(KAFKA_COMPAT_VERSION)
 
+# S3Proxy and Spark's s3a connector (hadoop-aws + the 686 MB AWS SDK bundle), resolved once into ~/.cache/kip714.
+cluster-jars: venv
+	$(BIN)/python -c "from kip714_dev.maven_jars import classpath; from kip714_dev.local_s3.server import S3PROXY; from kip714_dev.local_spark.s3a_jars import HADOOP_AWS; [classpath(s) for s in (S3PROXY, HADOOP_AWS)]"
+
 browser:
 	bash tests/ui/install_browser.sh
 
-install: venv plugin java-client kafka browser
+install: venv plugin java-client kafka cluster-jars browser
 
 test: install
 	$(BIN)/pytest $(PYTEST_ARGS)
@@ -73,11 +78,18 @@ lint: venv
 demo: install
 	$(BIN)/kip714 demo
 
+demo-cluster: install
+	$(BIN)/kip714 demo --topology cluster
+
 bench: install
 	@for b in bench/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
 
 airflow: install
 	$(BIN)/python -m kip714_dev.airflow_standalone
+
+# A real OpenTelemetry Collector (built once with Go, minutes) reads the topic with docs' configuration.
+otel-check: install
+	$(BIN)/python -m kip714_dev.otel.check
 
 clean:
 	rm -rf broker_plugin/target tests/java_client/target native/target .pytest_cache .ruff_cache

@@ -22,6 +22,13 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--window", type=int, default=None, help="troubleshooting window length in seconds (default 120)"
     )
+    parser.add_argument(
+        "--topology",
+        choices=("single", "cluster"),
+        default="single",
+        help="single: this machine, local folder, Spark local[*] (default); cluster: S3Proxy for the data "
+        "root and a Spark standalone master with 2 workers",
+    )
     parser.set_defaults(func=_run)
 
 
@@ -29,7 +36,7 @@ def _run(args: argparse.Namespace) -> int:
     # Imported here: the demo pulls in pandas/pyarrow, which every other kip714 command can do without.
     from kip714_dev.demo.runner import DemoSettings, default_demo_dir, run_demo
 
-    chosen = {"warmup_s": args.warmup, "window_s": args.window}
+    chosen = {"warmup_s": args.warmup, "window_s": args.window, "topology": args.topology}
     settings = DemoSettings(
         work_dir=(args.work_dir or default_demo_dir()).resolve(),
         **{name: value for name, value in chosen.items() if value is not None},

@@ -17,7 +17,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -32,6 +32,7 @@ from airflow_provider_kip714.subscriptions.model import Subscription, parse_matc
 from kip714_dev.airflow_standalone import airflow_environment
 from kip714_dev.demo.fleet import ClientFleet, default_fleet
 from kip714_dev.demo.summary import anomaly_lines, telemetry_seen
+from kip714_dev.demo.topology import demo_topology
 from kip714_dev.local_kafka.cluster import LocalKafkaCluster
 from kip714_dev.local_kafka.cluster_factory import LocalKafkaClusterFactory
 from kip714_dev.local_kafka.launcher import broker_status, stop_broker
@@ -61,6 +62,7 @@ class DemoSettings:
     fleet_interval_ms: int = 5000
     standing_interval_ms: int = 5000
     fleet_window: str = "20m"
+    topology: str = "single"  # or "cluster": S3Proxy + Spark standalone (kip714_dev.demo.topology)
 
 
 class Steps:
@@ -191,7 +193,8 @@ def troubleshoot_conf(settings: DemoSettings) -> dict[str, Any]:
 
 def run_demo(settings: DemoSettings) -> int:
     logging.getLogger("kafka").setLevel(logging.WARNING)  # kafka-python narrates every connection
-    steps = Steps(total=9)
+    steps = Steps(total=10)
+    stack = ExitStack()
     work = settings.work_dir
     kafka_dir, data_dir, airflow_home = work / KAFKA_DIR_NAME, work / "data", work / "airflow"
     cluster: LocalKafkaCluster | None = None
@@ -209,6 +212,13 @@ def run_demo(settings: DemoSettings) -> int:
             cluster = _start_kafka(work)
             bootstrap = cluster.bootstrap_servers
             print(f"  Apache Kafka {cluster.kafka_version} at {bootstrap}; log {cluster.log_path}")
+
+        with steps.step(f"Topology: {settings.topology} (where each part runs)"):
+            topology = stack.enter_context(demo_topology(settings.topology, work, bootstrap))
+            os.environ[DATA_DIR_ENV] = topology.data_root
+            os.environ.update(topology.env)
+            for line in topology.where:
+                print(f"  {line}")
 
         with steps.step("Subscriptions: a standing re-ask subscription and a fleet-wide window (kip714 CLI)"):
             with _admin(bootstrap) as admin:
@@ -253,7 +263,7 @@ def run_demo(settings: DemoSettings) -> int:
             if dead := fleet.check_alive():
                 raise Kip714Error(f"clients exited early: {', '.join(dead)} (logs in {work / 'fleet-logs'})")
 
-        env = airflow_environment(airflow_home, bootstrap, base=dict(os.environ))
+        env = {**airflow_environment(airflow_home, bootstrap, base=dict(os.environ)), **topology.env}
         with steps.step("Airflow metadata database (SQLite)"):
             _airflow(env, "db", "migrate", title="airflow db migrate")
 
@@ -278,10 +288,10 @@ def run_demo(settings: DemoSettings) -> int:
                 hour += timedelta(hours=1)
 
         with steps.step("Results"):
-            zones = troubleshoot_areas(data_dir)
+            zones = troubleshoot_areas()
             report = zones[0].report / "report.html" if zones else None
             if report is None or not report.is_file():
-                raise Kip714Error(f"no troubleshooting report under {data_dir / 'troubleshoot'}")
+                raise Kip714Error(f"no troubleshooting report under {topology.data_root}/troubleshoot")
             print(f"  Troubleshooting report: {report}")
             fleet_report = build_report(
                 scheduled_area(),
@@ -313,6 +323,7 @@ def run_demo(settings: DemoSettings) -> int:
             print("  No client-metrics subscription is left on the cluster.")
         return 0
     finally:
+        stack.close()  # the cluster topology's S3 server and Spark master and workers
         if fleet is not None:
             fleet.stop()
         if cluster is not None and not cluster.stopped:
