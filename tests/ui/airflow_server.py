@@ -22,6 +22,9 @@ from kip714_dev.local_kafka.ports import free_ports
 
 ADMIN_USER = "admin"
 ADMIN_PASSWORD = "kip714-ui-test"
+NO_ACCESS_USER = "nobody"
+"""A user with no role: Airflow's simple auth manager lets it log in and read nothing."""
+NO_ACCESS_PASSWORD = "kip714-ui-nobody"
 START_TIMEOUT_S = 180.0
 STOP_TIMEOUT_S = 30.0
 
@@ -32,9 +35,9 @@ class AirflowApiServer:
     base_url: str
     log_path: Path
 
-    def token(self) -> str:
-        """A JWT for the admin user from Airflow's own ``POST /auth/token``."""
-        body = json.dumps({"username": ADMIN_USER, "password": ADMIN_PASSWORD}).encode()
+    def token(self, user: str = ADMIN_USER, password: str = ADMIN_PASSWORD) -> str:
+        """A JWT for ``user`` (default the admin) from Airflow's own ``POST /auth/token``."""
+        body = json.dumps({"username": user, "password": password}).encode()
         request = urllib.request.Request(
             f"{self.base_url}/auth/token", data=body, headers={"Content-Type": "application/json"}
         )
@@ -70,12 +73,12 @@ def start_api_server(home: Path, bootstrap_servers: str, extra_env: dict[str, st
     dags = home / "dags"
     dags.mkdir(exist_ok=True)
     passwords = home / "passwords.json"
-    passwords.write_text(json.dumps({ADMIN_USER: ADMIN_PASSWORD}))
+    passwords.write_text(json.dumps({ADMIN_USER: ADMIN_PASSWORD, NO_ACCESS_USER: NO_ACCESS_PASSWORD}))
     (port,) = free_ports(1)
     env = airflow_environment(home, bootstrap_servers, dags_folder=dags, api_port=port)
     env.update(
         {
-            "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": f"{ADMIN_USER}:admin",
+            "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": f"{ADMIN_USER}:admin,{NO_ACCESS_USER}:",
             "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE": str(passwords),
             "AIRFLOW__API__WORKERS": "1",
             **extra_env,

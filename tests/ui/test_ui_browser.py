@@ -21,13 +21,14 @@ from pathlib import Path
 import pytest
 from kip714_dev.local_kafka.cluster import LocalKafkaCluster
 
-from airflow_provider_kip714.storage.data_root import DATA_DIR_ENV, scheduled_area
+from airflow_provider_kip714.analytics.run_owner import write_run_owner
+from airflow_provider_kip714.storage.data_root import DATA_DIR_ENV, scheduled_area, troubleshoot_area
 from airflow_provider_kip714.subscriptions.admin import ClientMetricsAdmin
 from airflow_provider_kip714.subscriptions.kafka_python_config import to_kafka_python_kwargs
 from airflow_provider_kip714.subscriptions.model import Subscription
 from airflow_provider_kip714.subscriptions.window_name import format_window_name, random_suffix
 from airflow_provider_kip714.ui.plugin import PLUGIN_NAME, URL_PREFIX, URL_ROUTE, VIEW_NAME
-from tests.ui.airflow_server import AirflowApiServer, start_api_server
+from tests.ui.airflow_server import NO_ACCESS_PASSWORD, NO_ACCESS_USER, AirflowApiServer, start_api_server
 from tests.ui.analytics_data import Landed, land_analytics
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -65,9 +66,18 @@ def window(kafka_cluster: LocalKafkaCluster) -> Iterator[Subscription]:
             admin.delete(subscription.name)
 
 
+TROUBLESHOOT_RUN = "manual__2026-11-22T08:00:00+00:00"
+REPORT_SECRET = "principal User:alice from 10.0.0.7"
+
+
 @pytest.fixture
 def landed(tmp_path: Path) -> tuple[Path, Landed]:
+    """The scheduled analytics, and one troubleshooting run of kip714_troubleshoot with its report."""
     data_dir = tmp_path / "kip714-data"
+    run = troubleshoot_area(TROUBLESHOOT_RUN, data_dir)
+    run.report.mkdir(parents=True)
+    (run.report / "report.html").write_text(f"<h1>window report</h1><p>{REPORT_SECRET}</p>")
+    write_run_owner(run, "kip714_troubleshoot", TROUBLESHOOT_RUN)
     return data_dir, land_analytics(scheduled_area(data_dir).analytics)
 
 
@@ -118,6 +128,39 @@ def _status_without_login(url: str) -> tuple[int, str]:
         return err.code, err.headers.get("location", "")
 
 
+def _get(url: str, token: str) -> tuple[int, str, bytes]:
+    """(status, content type, body) of a GET with a bearer token, following no redirect."""
+    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"})
+    try:
+        with urllib.request.urlopen(request, timeout=30) as answer:
+            return answer.status, answer.headers.get("content-type", ""), answer.read()
+    except urllib.error.HTTPError as err:
+        return err.code, err.headers.get("content-type", ""), err.read()
+
+
+def _check_access_and_escaping(server: AirflowApiServer, admin_token: str, data: Landed) -> None:
+    """A logged-in user without DAG access sees no run, chart, report or subscription; errors are text."""
+    base = f"{server.base_url}{URL_PREFIX}"
+    run_key = troubleshoot_area(TROUBLESHOOT_RUN, Path("/")).root.name
+    status, _, body = _get(f"{base}/reports/{run_key}/report.html", admin_token)
+    assert status == 200 and REPORT_SECRET.encode() in body
+    nobody = server.token(NO_ACCESS_USER, NO_ACCESS_PASSWORD)
+    for path in (
+        "/",
+        f"/?run={run_key}",
+        "/charts/brokers.png",
+        f"/charts/client.png?client={data.client_instance_id}&metric={data.metric_name}",
+        f"/reports/{run_key}/report.html",
+    ):
+        status, kind, body = _get(f"{base}{path}", nobody)
+        assert status == 404, (path, status)
+        assert kind.startswith("text/plain"), (path, kind)
+        for secret in (REPORT_SECRET, data.client_id, "User:ANONYMOUS"):
+            assert secret.encode() not in body, (path, secret)
+    status, kind, body = _get(f"{base}/?run=%3Cscript%3Ealert(1)%3C/script%3E", admin_token)
+    assert status == 404 and kind.startswith("text/plain") and b"<script>" not in body
+
+
 def _images_loaded(driver: object) -> list[tuple[str, bool, int]]:
     return driver.execute_script(  # type: ignore[attr-defined]
         "return [...document.querySelectorAll('img.chart')].map(i => [i.src, i.complete, i.naturalWidth]);"
@@ -155,6 +198,8 @@ def test_page_in_airflow_ui(
     status, location = _status_without_login(f"{base}{URL_PREFIX}/")
     assert status in (302, 307)
     assert "/auth/login" in location
+
+    _check_access_and_escaping(airflow_server, token, data)
 
     wait = WebDriverWait(browser, WAIT_S)
     browser.get(f"{base}/api/v2/monitor/health")  # type: ignore[attr-defined]

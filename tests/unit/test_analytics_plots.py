@@ -86,7 +86,7 @@ def test_hostile_labels_render(text: str) -> None:
         assert png.startswith(PNG_MAGIC)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=25, deadline=None)
 @given(st.text(alphabet=st.sampled_from("$\\^_{}%#&~ax\n"), min_size=1, max_size=12) | st.text(max_size=30))
 def test_generated_labels_render(text: str) -> None:
     assert plots.metric_png(text, text, [plots.Series(text, [START], [1.0])], []).startswith(PNG_MAGIC)

@@ -71,8 +71,7 @@ def _no_markup(answer: object, payload: str) -> None:
 
 
 @pytest.mark.parametrize("payload", PAYLOADS)
-def test_request_text_is_never_markup(client: TestClient, data_dir: Path, payload: str) -> None:  # noqa: F811
-    land_analytics(scheduled_area(data_dir).analytics)
+def test_request_text_is_never_markup(client: TestClient, payload: str) -> None:
     for path, names in ROUTES:
         for name in names:
             params = {"client": "c", "metric": "m", name: payload}
