@@ -27,6 +27,8 @@ from airflow_provider_kip714.exceptions import LandingError
 from airflow_provider_kip714.telemetry.landing_batch import stage_records
 from airflow_provider_kip714.telemetry.landing_zone import LandingZone
 
+pytestmark = pytest.mark.cluster
+
 TOPIC = "_client_telemetry"
 
 
