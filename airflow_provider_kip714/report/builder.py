@@ -21,7 +21,7 @@ import pandas as pd
 from airflow_provider_kip714.analytics.plots import Series, ThresholdLine, broker_png, metric_png, write_png
 from airflow_provider_kip714.analytics.tables import read_table
 from airflow_provider_kip714.contract.selectors import RULE_SELECTORS
-from airflow_provider_kip714.report import page
+from airflow_provider_kip714.report import fleet_health, page
 from airflow_provider_kip714.storage.data_root import (
     RunArea,
     StoragePath,
@@ -354,6 +354,7 @@ def build_report(
         brokers=brokers,
         broker_images=broker_images,
         throttled_clients=throttled_clients,
+        extra_sections=fleet_health.render_sections(zone, window, request),
     )
     html_path = report_dir / REPORT_FILE
     partial = report_dir / f".{REPORT_FILE}.partial"

@@ -41,6 +41,8 @@ ANOMALY_COLUMNS = (
     ("excess_ratio", "excess ratio"),
     ("breach_start", "from"),
     ("duration_seconds", "for (s)"),
+    ("baseline_kind", "baseline"),
+    ("peer_group", "peer group"),
 )
 BROKER_COLUMNS = (
     ("broker_node_id", "broker"),
@@ -141,7 +143,9 @@ def render_page(
     brokers: Sequence[Mapping[str, Any]],
     broker_images: Sequence[str],
     throttled_clients: pd.DataFrame,
+    extra_sections: str = "",
 ) -> str:
+    """The page; ``extra_sections`` is HTML built by this package's section renderers (already escaped)."""
     window_text = (
         f"{window[0]:%Y-%m-%d %H:%M:%S} to {window[1]:%Y-%m-%d %H:%M:%S} UTC" if window else "all landed data"
     )
@@ -195,5 +199,6 @@ def render_page(
     if not throttled_clients.empty:
         parts.append("<h3>Clients with a high throttle ratio</h3>")
         parts.append(_table(_records(throttled_clients), THROTTLED_CLIENT_COLUMNS))
+    parts.append(extra_sections)
     parts.append("</body></html>")
     return "\n".join(parts)
