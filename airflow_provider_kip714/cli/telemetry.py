@@ -150,9 +150,11 @@ def _hook(args: argparse.Namespace):  # -> TelemetryTopicHook (imported lazily: 
 
 
 def _quiet_client_logs(args: argparse.Namespace) -> None:
-    """librdkafka's own log lines (a reconnect every few ms) only with -v: errors come as one line."""
+    """librdkafka's own log lines (a reconnect every few ms) and Airflow's start-up chatter only with
+    -v: errors come as one line."""
     if not getattr(args, "verbose", False):
         reader.LIBRDKAFKA_LOG.setLevel(logging.CRITICAL)
+        logging.getLogger("airflow").setLevel(logging.WARNING)
 
 
 def _check_seconds(args: argparse.Namespace, *flags: str) -> None:
@@ -238,12 +240,12 @@ def _client_pattern(text: str | None) -> Any:
     """``--client-id`` compiled by a linear-time engine (client ids are client-controlled)."""
     if not text:
         return None
-    import re2
+    from airflow_provider_kip714.telemetry.linear_regex import compile_linear
 
     try:
-        return re2.compile(text)
-    except re2.error as err:
-        raise Kip714Error(f"--client-id: not a valid regex ({err})") from None
+        return compile_linear(text)
+    except ValueError as err:
+        raise Kip714Error(f"--client-id: not a valid regex for RE2 ({err})") from None
 
 
 def _run_tail(args: argparse.Namespace) -> int:

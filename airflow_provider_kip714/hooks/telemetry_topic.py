@@ -91,7 +91,8 @@ class TelemetryTopicHook(Kip714KafkaBaseHook):
         policy = reader.ErrorPolicy(self.topic)
         consumer = self.get_conn(policy)
         try:
-            ranges = self.assign(consumer, start)
+            metadata_timeout = reader.DEFAULT_METADATA_TIMEOUT_S
+            ranges = self.assign(consumer, start, min(metadata_timeout, timeout_s or metadata_timeout))
             pending = {p for p, (first, end) in ranges.items() if first < end} if stop_at_end else set(ranges)
             deadline = None if timeout_s is None else time.monotonic() + timeout_s
             yielded = 0
@@ -125,6 +126,7 @@ class TelemetryTopicHook(Kip714KafkaBaseHook):
                 if max_records is not None and yielded >= max_records:
                     return
         finally:
+            policy.silence()
             consumer.close()
 
     def _decode(self, record: TopicRecord) -> DecodedRecord:

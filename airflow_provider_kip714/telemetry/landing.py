@@ -191,10 +191,14 @@ class TopicLander:
         with self.zone.lock():
             self.zone.prepare()
             next_offsets = self.zone.recover()
+            # First contact: fails in one line within metadata_timeout_s (unreachable, unknown topic,
+            # no DESCRIBE), before a consumer exists.
+            topic_id = reader.describe_topic_id(self.base_config, self.topic, self.metadata_timeout_s)
             consumer = Consumer(self.consumer_config)
             try:
-                return self._run(consumer, next_offsets)
+                return self._run(consumer, next_offsets, topic_id)
             finally:
+                self.policy.silence()
                 consumer.close()
 
     # ---- planning ------------------------------------------------------------------------------
@@ -204,7 +208,6 @@ class TopicLander:
     ) -> dict[int, PartitionProgress]:
         timeout = self.metadata_timeout_s
         servers = str(self.base_config.get("bootstrap.servers"))
-        result.topic_id = reader.describe_topic_id(self.base_config, self.topic, timeout)
         partitions = reader.partitions_of(consumer, self.topic, timeout, servers)
         marks = reader.watermarks(consumer, self.topic, partitions, timeout)
         next_offsets, result.archived_generation = reconcile(
@@ -287,9 +290,9 @@ class TopicLander:
             return f"timeout_s={self.timeout_s} reached"
         return ""
 
-    def _run(self, consumer: Consumer, next_offsets: dict[int, int]) -> LandingResult:
+    def _run(self, consumer: Consumer, next_offsets: dict[int, int], topic_id: str) -> LandingResult:
         started = time.monotonic()
-        result = LandingResult(topic=self.topic, out_dir=str(self.zone.root))
+        result = LandingResult(topic=self.topic, out_dir=str(self.zone.root), topic_id=topic_id)
         plan = self._plan(consumer, next_offsets, result)
         deadline = None if self.timeout_s is None else started + self.timeout_s
         until_s = None if self.until is None else self.until.timestamp() + UNTIL_SETTLE_S

@@ -96,9 +96,16 @@ class ErrorPolicy:
         self.outage_limit_s = outage_limit_s
         self._outage_since: float | None = None
         self._pending: TopicReadError | None = None
+        self._silent = False
+
+    def silence(self) -> None:
+        """Ignore what the client reports from now on (call before ``close()``, which serves its queue)."""
+        self._silent = True
 
     def on_client_error(self, error: KafkaError) -> None:
         """librdkafka's ``error_cb`` (called on the consuming thread, inside consume/poll)."""
+        if self._silent:
+            return
         try:
             self.check(error)
         except TopicReadError as err:
@@ -112,12 +119,22 @@ class ErrorPolicy:
             raise TopicReadError(describe_error(self.topic, error))
         if code in _OUTAGE_CODES:
             now = time.monotonic()
-            self._outage_since = self._outage_since or now
-            if now - self._outage_since > self.outage_limit_s:
+            if self._outage_since is None:
+                self._outage_since = now
+                if not self._silent:  # once per outage: librdkafka reports every reconnect
+                    log.warning(
+                        "consumer (%s): %s; retrying for up to %g s",
+                        self.topic,
+                        error.str(),
+                        self.outage_limit_s,
+                    )
+            elif now - self._outage_since > self.outage_limit_s:
                 raise TopicReadError(
                     f"bootstrap.servers: no broker reachable for {self.outage_limit_s:g} s ({error.str()})"
                 )
-        log.warning("consumer (%s): %s", self.topic, error.str())
+            return
+        if not self._silent:
+            log.warning("consumer (%s): %s", self.topic, error.str())
 
     def progress(self) -> None:
         """Records arrived: any outage is over."""

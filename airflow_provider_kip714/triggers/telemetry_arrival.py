@@ -25,7 +25,6 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-import re2
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 from confluent_kafka import Consumer, Message
 
@@ -34,6 +33,7 @@ from airflow_provider_kip714.contract.topic import DEFAULT_TELEMETRY_TOPIC, Head
 from airflow_provider_kip714.decoding.decoder import headers_to_dict
 from airflow_provider_kip714.exceptions import Kip714Error
 from airflow_provider_kip714.telemetry import reader
+from airflow_provider_kip714.telemetry.linear_regex import compile_linear
 
 STATUS_ARRIVED = "arrived"
 STATUS_TIMEOUT = "timeout"
@@ -53,8 +53,8 @@ class SeenClient:
 def linear_time_pattern(selector: MatchSelector) -> Any:
     """``selector``'s regex compiled by RE2: matching time is linear in the client's value."""
     try:
-        return re2.compile(selector.pattern)
-    except re2.error as err:
+        return compile_linear(selector.pattern)
+    except ValueError as err:
         raise Kip714Error(
             f"match: {selector.selector} regex {selector.pattern!r} uses a construct the linear-time "
             f"matcher does not support (backreference, lookaround, possessive quantifier): {err}"
@@ -247,6 +247,7 @@ class ClientTelemetryArrivalTrigger(BaseTrigger):
         if thread is None:
             return
         if consumer is not None:
+            self._policy.silence()
             self._closed = thread.submit(consumer.close)
         thread.shutdown(wait=False)
         if self._closed is not None:

@@ -1,0 +1,81 @@
+"""``kip714 telemetry``: bad input and unusable clusters give one line and exit 2, never a traceback."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from kip714_dev.local_kafka.cluster import LocalKafkaCluster
+
+pytestmark = pytest.mark.integration
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+NOWHERE = f"127.0.0.1:{_free_port()}"
+LAND = ["telemetry", "land", "--bootstrap-server", NOWHERE, "--metadata-timeout-s", "2"]
+TAIL = ["telemetry", "tail", "--bootstrap-server", NOWHERE]
+CASES = [
+    ([*TAIL, "--client-id", "("], "--client-id: not a valid regex"),
+    ([*TAIL, "--client-id", "(a)\\1"], "--client-id: not a valid regex"),
+    ([*TAIL, "--refresh-s", "nan"], "--refresh-s: must be a finite number"),
+    ([*TAIL, "--duration-s", "-5"], "--duration-s: must be more than zero"),
+    ([*TAIL, "--duration-s", "inf"], "--duration-s: must be a finite number"),
+    ([*TAIL, "--duration-s", "3"], "bootstrap.servers: no broker of"),
+    (LAND, "bootstrap.servers: no broker of"),
+    ([*LAND, "--timeout-s", "nan"], "--timeout-s: must be a finite number"),
+    ([*LAND, "--timeout-s", "-1"], "--timeout-s: must be more than zero"),
+    ([*LAND, "--chunk-interval-s", "inf"], "--chunk-interval-s: must be a finite number"),
+    ([*LAND[:-1], "0"], "--metadata-timeout-s: must be more than zero"),
+    ([*LAND, "--max-records", "0"], "max_records: must be a positive integer"),
+    ([*LAND, "--follow"], "follow: needs max_records or timeout_s"),
+]
+
+
+def run_cli(args: list[str], cwd: Path) -> tuple[subprocess.CompletedProcess[str], float]:
+    started = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, "-m", "airflow_provider_kip714.cli.main", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=cwd,
+    )
+    return done, time.monotonic() - started
+
+
+def assert_one_line_error(done: subprocess.CompletedProcess[str], expected: str) -> None:
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr
+    assert len(lines) == 1, done.stderr
+    assert lines[0].startswith(f"kip714: error: {expected}"), lines[0]
+
+
+@pytest.mark.parametrize(("args", "expected"), CASES, ids=[" ".join(a[1:2] + a[4:]) for a, _ in CASES])
+def test_bad_input_and_unreachable_broker_print_one_line(
+    args: list[str], expected: str, tmp_path: Path
+) -> None:
+    if args[1] == "land":
+        args = [*args, "--out", str(tmp_path / "zone")]
+    done, elapsed = run_cli(args, tmp_path)
+    assert_one_line_error(done, expected)
+    assert elapsed < 90  # bounded (Airflow alone takes 5-15 s to import on a loaded machine)
+
+
+def test_unknown_topic_and_recreated_topic_print_one_line(
+    kafka_cluster: LocalKafkaCluster, tmp_path: Path
+) -> None:
+    bootstrap = kafka_cluster.bootstrap_servers
+    args = ["telemetry", "land", "--bootstrap-server", bootstrap, "--out", str(tmp_path / "zone")]
+    done, elapsed = run_cli([*args, "--topic", f"missing-{time.time_ns()}"], tmp_path)
+    assert_one_line_error(done, "topic: 'missing-")
+    assert elapsed < 90  # bounded (Airflow alone takes 5-15 s to import on a loaded machine)
