@@ -67,7 +67,12 @@ def _seconds(value: object) -> float:
     return float(value) if isinstance(value, int | float) and value == value else 0.0
 
 
+def _text(value: object) -> str:
+    """A label from a pandas record: null (None or NaN) and empty read as '?'."""
+    return "?" if value is None or value != value or value == "" else str(value)
+
+
 def _anomaly_line(row: dict[str, object]) -> str:
-    software = f"{row['client_software_name']} {row['client_software_version']}"
-    where = f"{software}, {row['client_source_address']}, {row['principal']}"
-    return f"{row['severity']:<8} {row['client_id'] or '?'} ({where}): {row['description']}"
+    software = f"{_text(row['client_software_name'])} {_text(row['client_software_version'])}"
+    where = f"{software}, {_text(row['client_source_address'])}, {_text(row['principal'])}"
+    return f"{row['severity']:<8} {_text(row['client_id'])} ({where}): {row['description']}"
