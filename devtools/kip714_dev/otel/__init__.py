@@ -1,0 +1,1 @@
+"""A real OpenTelemetry Collector reading the telemetry topic: build manifest, configuration, check."""
