@@ -12,6 +12,7 @@
 //! (record, scope and metric index, times, value, attributes), per scope (resource and scope
 //! attributes, name, version) and per metric (name, unit, kind, temporality, monotonic flag).
 
+pub mod check;
 pub mod decode;
 pub mod text;
 pub mod wire;

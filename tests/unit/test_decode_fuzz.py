@@ -2,9 +2,11 @@
 
 Payloads are the test builders' client-shaped pushes (``otlp_payloads``), every point kind, and
 broker records; each is mutated by truncation, byte flips, insertion and extension (what a broken
-client, a bit flip or a short read does). For every batch the native and the Python decoder must give
-the same rows, the same quarantine reasons and the same point counts, and neither may raise: one bad
-record must never stop the others. OTLP/JSON values are mutated too (Python decoder only).
+client, a bit flip or a short read does), or has its unsigned wire numbers (flags, times, counts) set
+anywhere in their wire range, past what the landing columns hold. For every batch the native and
+the Python decoder must give the same rows, the same quarantine reasons and the same point counts,
+and neither may raise: one bad record must never stop the others. OTLP/JSON values are mutated too
+(Python decoder only).
 Longer, coverage-guided runs: ``bench/fuzz_decoder.py`` (atheris, cargo-fuzz), not in CI.
 """
 
@@ -33,7 +35,7 @@ JSON_SEEDS = [
     json.dumps(json_format.MessageToDict(m.MetricsData.FromString(value))).encode() for value in SEEDS[1:3]
 ]
 FUZZ = settings(
-    max_examples=300, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow]
+    max_examples=200, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow]
 )
 
 
@@ -55,6 +57,33 @@ def mutated(draw: st.DrawFn, seeds: list[bytes]) -> bytes:
         else:
             value += draw(st.binary(min_size=1, max_size=32))
     return bytes(value)
+
+
+def _wire(bits: int) -> st.SearchStrategy[int]:
+    """An unsigned wire value, often at the edges the landing columns care about."""
+    edges = [0, 1, 2**31 - 1, 2**31, 2**32 - 1, 2**63 - 1, 2**63, 2**64 - 1]
+    return st.one_of(st.integers(0, 2**bits - 1), st.sampled_from([e for e in edges if e < 2**bits]))
+
+
+@st.composite
+def renumbered(draw: st.DrawFn) -> bytes:
+    """Every point kind with its unsigned wire numbers (flags, times, counts) set anywhere in range."""
+    data = m.MetricsData.FromString(every_kind_payload())
+    for metric in data.resource_metrics[0].scope_metrics[0].metrics:
+        kind = metric.WhichOneof("data")
+        for point in getattr(metric, kind).data_points:
+            point.flags = draw(_wire(32))
+            point.time_unix_nano = draw(_wire(64))
+            point.start_time_unix_nano = draw(_wire(64))
+            if kind == "histogram":
+                point.count = draw(_wire(64))
+                point.bucket_counts[0] = draw(_wire(64))
+            elif kind == "exponential_histogram":
+                point.zero_count = draw(_wire(64))
+                point.positive.bucket_counts[0] = draw(_wire(64))
+            elif kind == "summary":
+                point.count = draw(_wire(64))
+    return data.SerializeToString()
 
 
 def _records(values: list[bytes]) -> list[TopicRecord]:
@@ -79,7 +108,10 @@ def _rows(batch: DecodedBatch) -> list[dict]:
 
 
 @FUZZ
-@given(values=st.lists(mutated(SEEDS), min_size=1, max_size=6), keep_valid=st.booleans())
+@given(
+    values=st.lists(st.one_of(mutated(SEEDS), renumbered()), min_size=1, max_size=6),
+    keep_valid=st.booleans(),
+)
 def test_mutated_payloads_never_raise_and_both_paths_agree(values, keep_valid) -> None:
     with pytest.MonkeyPatch.context() as monkeypatch:
         if keep_valid:
