@@ -40,6 +40,7 @@ from airflow_provider_kip714.subscriptions.window_name import (
     slugify_label,
     try_parse_window_name,
 )
+from airflow_provider_kip714.troubleshooting.guardrails import check_subscription
 
 DEFAULT_LABEL = "cli"
 _CONN_ID = re.compile(r"[A-Za-z0-9_.-]{1,250}", re.ASCII)
@@ -229,6 +230,8 @@ def _run_add(args: argparse.Namespace) -> int:
     if problem is not None:
         raise SubscriptionValidationError("--name", f"window name refused: {problem}", subscription.name)
     with _open_admin(args) as admin:
+        for warning in check_subscription(subscription, admin=admin):
+            print(f"warning: {warning.message}", file=sys.stderr)  # stdout stays the result (JSON)
         result = admin.upsert(subscription)
     _emit(
         args,

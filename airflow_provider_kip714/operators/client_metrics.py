@@ -29,6 +29,7 @@ from airflow_provider_kip714.subscriptions.duration import parse_window_length
 from airflow_provider_kip714.subscriptions.model import Subscription
 from airflow_provider_kip714.subscriptions.window_name import derive_suffix, format_window_name, slugify_label
 from airflow_provider_kip714.triggers.client_metrics_window import STATUS_DELETED, ClientMetricsWindowTrigger
+from airflow_provider_kip714.troubleshooting.guardrails import check_subscription
 
 SPEC_TEMPLATE_FIELDS = ("window_label", "window", "metrics", "interval_ms", "match")
 WINDOW_NAME_XCOM_KEY = "window_name"
@@ -90,6 +91,9 @@ def open_window(
         return OpenedWindow(name, start, existing.expires_at, reused=True, already_expired=False)
     name = format_window_name(label, now + window, suffix)
     end = Subscription.from_spec(name=name, **spec).expires_at or now + window  # whole seconds
+    # advice before a new window: logs a WARNING per library that pushes none of the prefixes, or whose
+    # estimated push exceeds telemetry.max.bytes (troubleshooting/guardrails.py); never blocks the window
+    check_subscription(Subscription.from_spec(name=name, **spec), admin=getattr(hook, "admin", None))
     before_create(name)
     hook.create(Subscription.from_spec(name=name, **spec))
     return OpenedWindow(name, end - window, end, reused=False, already_expired=False)

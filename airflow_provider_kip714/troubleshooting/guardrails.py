@@ -195,3 +195,23 @@ def _broker_entries(described: Any) -> list[dict[str, Any]]:
         by_name = described.get("broker") or {}
         return [entries for entries in by_name.values() if isinstance(entries, Mapping)]
     return []
+
+
+def check_subscription(
+    subscription: Any, area: RunArea | None = None, admin: Any = None
+) -> list[GuardrailWarning]:
+    """The guardrail for a ``Subscription`` about to be created (CLI, operators); never raises.
+
+    Reads capabilities from ``area`` (the scheduled analytics by default) and ``telemetry.max.bytes``
+    from the cluster when a ``ClientMetricsAdmin`` is given. Any failure is logged and yields no
+    warning: the check is advice, and a window must open even when the analytics cannot be read.
+    """
+    try:
+        from airflow_provider_kip714.storage.data_root import scheduled_area
+
+        selectors = {m.selector: m.pattern for m in subscription.match}
+        limit = broker_telemetry_max_bytes(admin.client) if admin is not None else None
+        return check_window_in_zone(area or scheduled_area(), list(subscription.metrics), selectors, limit)
+    except Exception as err:  # advice only; see docstring
+        log.info("guardrail: not checked (%s)", err)
+        return []

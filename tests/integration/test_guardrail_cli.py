@@ -1,0 +1,67 @@
+"""The guardrail when a window opens from the CLI: a warning per library that lacks the metrics."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import uuid
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from kip714_dev.local_kafka.cluster import LocalKafkaCluster
+
+from airflow_provider_kip714.subscriptions.admin import ClientMetricsAdmin
+from airflow_provider_kip714.subscriptions.kafka_python_config import to_kafka_python_kwargs
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+SEEN = datetime(2026, 3, 1, 10, 0, tzinfo=UTC)
+
+
+def _capabilities(root: Path) -> None:
+    folder = root / "analytics" / "capabilities" / "date=2026-03-01" / "hour=10"
+    folder.mkdir(parents=True)
+    rows = [
+        {
+            "client_software_name": "confluent-kafka-python",
+            "client_software_version": "2.16.1-rdkafka-2.16.0",
+            "metric_name": f"org.apache.kafka.producer.{name}",
+            "metric_type": "gauge",
+            "instances": 2,
+            "points_per_push": 1.0,
+            "first_seen": SEEN,
+            "last_seen": SEEN,
+        }
+        for name in ("record.queue.time.max", "request.latency.avg")
+    ]
+    pq.write_table(pa.Table.from_pylist(rows), folder / "part-00000.parquet")
+
+
+def test_cli_add_warns_when_no_known_library_pushes_the_prefix(
+    kafka_cluster: LocalKafkaCluster, tmp_path: Path
+):
+    _capabilities(tmp_path)
+    label = f"guard{uuid.uuid4().hex[:6]}"
+    added = subprocess.run(
+        [
+            *(sys.executable, "-m", "airflow_provider_kip714.cli.main", "subscriptions", "add"),
+            *("--bootstrap-server", kafka_cluster.bootstrap_servers, "--window", "10m", "--label", label),
+            *("--metrics", "org.apache.kafka.consumer.", "--match", f"client_id=nobody-{label}", "--json"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=REPO_ROOT,
+        env={**os.environ, "PYTHONPATH": str(REPO_ROOT), "KIP714_DATA_DIR": str(tmp_path)},
+    )
+    assert added.returncode == 0, added.stderr
+    name = json.loads(added.stdout)["name"]  # stdout stays the JSON result
+    with ClientMetricsAdmin(to_kafka_python_kwargs(kafka_cluster.client_config())) as admin:
+        admin.delete(name)
+    assert (
+        "warning: confluent-kafka-python 2.16.1-rdkafka-2.16.0 pushes none of org.apache.kafka.consumer."
+        in added.stderr
+    )
