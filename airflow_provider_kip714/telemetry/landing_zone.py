@@ -169,7 +169,14 @@ class LandingZone:
             self._put(protocol_file, PROTOCOL.encode())
 
     def _adopt_pre_marker_chunks(self) -> None:
-        """Zones landed before markers existed: their raw file was the commit; give each a marker."""
+        """Zones landed before markers existed: their raw file was the commit; give each a marker.
+
+        Their runs' leftover ``.tmp-*`` files (never committed) are removed here, once.
+        """
+        for table in (RAW_DIR, DATAPOINTS_DIR, QUARANTINE_DIR):
+            for path in self._find(self._join(table)):
+                if path.rsplit("/", 1)[-1].startswith(".tmp-"):
+                    self.fs.rm_file(path)
         for name in self._names(self._join(RAW_DIR)):
             parsed = ChunkId.parse(name)
             if parsed is not None and parsed[1] == "" and name.endswith(DATA_SUFFIX):
@@ -253,7 +260,9 @@ class LandingZone:
         return sorted(
             path
             for path in self._find(self._join(table))
-            if path.endswith(DATA_SUFFIX) and _entry(path) in committed | {None}
+            if path.endswith(DATA_SUFFIX)
+            and not path.rsplit("/", 1)[-1].startswith((".", "_"))  # hidden: temp files, Spark's markers
+            and _entry(path) in committed | {None}
         )
 
     def arrow_files(self, table: str) -> tuple[pafs.FileSystem, list[str]]:

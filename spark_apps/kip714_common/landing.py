@@ -107,7 +107,12 @@ def committed_datapoint_files(
         folder = f"{input_root}/{DATAPOINTS_DIR}/date={hour:%Y-%m-%d}/hour={hour.hour:02d}"
         for name in sorted(_names(spark, folder)):
             chunk_file = CHUNK_FILE.match(name) is not None
-            if name.endswith(".parquet") and (not chunk_file or name.removesuffix(".parquet") in committed):
+            hidden = name.startswith((".", "_"))  # temp files, Spark's own markers
+            if (
+                name.endswith(".parquet")
+                and not hidden
+                and (not chunk_file or name.removesuffix(".parquet") in committed)
+            ):
                 files.append(f"{folder}/{name}")
         hour += timedelta(hours=1)
     return files

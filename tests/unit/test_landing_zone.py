@@ -148,9 +148,14 @@ def test_pre_marker_zone_is_adopted(tmp_path: Path) -> None:
     with zone.lock():
         staged = stage_records(str(tmp_path), TOPIC, False, "otlp_proto", records(0, 0, 10))
         (tmp_path / "raw" / (file_stem(staged.chunk, staged.token) + ".parquet")).rename(old)
+        temp = (
+            tmp_path / "raw" / f".tmp-0123-{ChunkId(0, 10, 19).stem}.parquet"
+        )  # the old protocol's leftover
+        temp.write_bytes(b"PAR1 torn")
         zone.prepare()
         assert zone.recover() == {0: 10}
         assert zone.read_table("raw").num_rows == 10
+        assert not temp.exists()
 
 
 def test_a_dead_holder_on_this_host_does_not_block_the_next_run(tmp_path: Path) -> None:
