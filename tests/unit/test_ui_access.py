@@ -97,3 +97,18 @@ def test_subscriptions_need_every_dag_using_the_connection(as_user, monkeypatch:
     assert access.may_read_runs(users["viewer"], "kip714_troubleshoot")
     assert not access.may_read_runs(users["nobody"], "kip714_troubleshoot")
     assert not access.may_read_runs(users["nobody"], None)
+
+
+@pytest.mark.parametrize(
+    "content",
+    ["", "{", "[]", '{"dag_id": 7, "run_id": "r"}', '{"dag_id": "", "run_id": "r"}', '{"run_id": "r"}'],
+)
+def test_a_damaged_owner_file_means_unknown_owner(tmp_path: Path, content: str) -> None:
+    from airflow_provider_kip714.analytics.run_owner import RUN_OWNER_FILE, RunOwner, read_run_owner
+
+    area = troubleshoot_area(RUN_ID, tmp_path)
+    assert read_run_owner(area) is None  # no file
+    write_run_owner(area, "kip714_troubleshoot", RUN_ID)
+    assert read_run_owner(area) == RunOwner("kip714_troubleshoot", RUN_ID)
+    (area.root / RUN_OWNER_FILE).write_text(content)
+    assert read_run_owner(area) is None  # then only users who may read every DAG's runs see it

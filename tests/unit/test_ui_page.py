@@ -102,7 +102,7 @@ def test_charts_are_png_images(client: TestClient, data_dir: Path) -> None:
     assert brokers.content.startswith(PNG_MAGIC)
 
 
-def test_troubleshooting_zone_and_its_report(client: TestClient, data_dir: Path) -> None:
+def test_troubleshooting_run_and_its_report(client: TestClient, data_dir: Path) -> None:
     zone = troubleshoot_area("manual__2026-11-22T08:00:00+00:00", data_dir)
     land_analytics(zone.analytics, client_id="payments-consumer")
     zone.report.mkdir(parents=True)
