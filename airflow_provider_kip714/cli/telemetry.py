@@ -240,7 +240,7 @@ def _client_pattern(text: str | None) -> Any:
     """``--client-id`` compiled by a linear-time engine (client ids are client-controlled)."""
     if not text:
         return None
-    from airflow_provider_kip714.telemetry.linear_regex import compile_linear
+    from airflow_provider_kip714.contract.linear_regex import compile_linear
 
     try:
         return compile_linear(text)

@@ -14,9 +14,10 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final
 
 from airflow_provider_kip714.contract.instance_id import to_kafka_form
+from airflow_provider_kip714.contract.linear_regex import compile_linear
 from airflow_provider_kip714.contract.topic import Header
 from airflow_provider_kip714.exceptions import SubscriptionValidationError
 from spark_apps.kip714_common.selectors import RULE_SELECTORS, SELECTORS, regex_problem, whole_value_pattern
@@ -137,9 +138,10 @@ def match_map(match: MatchInput | Iterable[MatchSelector]) -> dict[str, str]:
     return {s.selector: s.pattern for s in parse_match(match)}
 
 
-def compile_pattern(pattern: str) -> re.Pattern[str]:
-    """The local engine for whole-value matching of client-controlled values (one place to swap)."""
-    return re.compile(pattern)
+def compile_pattern(pattern: str) -> Any:
+    """The local engine for whole-value matching of client-controlled values: RE2, linear in the
+    input (``linear_regex``); raises ``ValueError`` for a pattern RE2 refuses."""
+    return compile_linear(pattern)
 
 
 def matcher(match: Mapping[str, str]) -> Callable[[Mapping[str, object]], bool]:

@@ -20,7 +20,7 @@ import pandas as pd
 
 from airflow_provider_kip714.analytics.plots import Series, ThresholdLine, broker_png, metric_png, write_png
 from airflow_provider_kip714.analytics.tables import read_table
-from airflow_provider_kip714.contract.selectors import RULE_SELECTORS
+from airflow_provider_kip714.contract.selectors import RULE_SELECTORS, compile_pattern
 from airflow_provider_kip714.report import fleet_health, page
 from airflow_provider_kip714.storage.data_root import (
     RunArea,
@@ -94,10 +94,10 @@ def _static_rule_applies(client_group: str, identity: Mapping[str, str]) -> bool
     for part in _GROUP_SPLIT.split(client_group):
         selector, _, pattern = part.partition("~")
         value = identity.get(selector) or ""
-        try:
-            if re.fullmatch(pattern, value) is None:
+        try:  # client-controlled values: RE2, never a backtracking engine
+            if compile_pattern(pattern).fullmatch(value) is None:
                 return False
-        except re.error:
+        except ValueError:
             return False
     return True
 

@@ -28,12 +28,12 @@ from typing import Any
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 from confluent_kafka import Consumer, Message
 
+from airflow_provider_kip714.contract.linear_regex import compile_linear
 from airflow_provider_kip714.contract.selectors import SELECTOR_HEADERS, MatchSelector, parse_match
 from airflow_provider_kip714.contract.topic import DEFAULT_TELEMETRY_TOPIC, Header, RecordType
 from airflow_provider_kip714.decoding.decoder import headers_to_dict
 from airflow_provider_kip714.exceptions import Kip714Error
 from airflow_provider_kip714.telemetry import reader
-from airflow_provider_kip714.telemetry.linear_regex import compile_linear
 
 STATUS_ARRIVED = "arrived"
 STATUS_TIMEOUT = "timeout"
