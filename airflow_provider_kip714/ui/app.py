@@ -22,6 +22,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from airflow_provider_kip714.analytics import plots
 from airflow_provider_kip714.analytics.tables import read_table
+from airflow_provider_kip714.report import fleet_health
 from airflow_provider_kip714.ui import access, report_files, telemetry_view
 from airflow_provider_kip714.ui.runs import SCHEDULED_KEY, RunChoice, find_run, run_choices
 from airflow_provider_kip714.ui.subscriptions_view import (
@@ -93,13 +94,17 @@ def render_page(run_key: str, client: str | None, user: Any) -> str:
     clients = telemetry_view.clients(rollups, anomalies)
     selected = next((c for c in clients if c.client_instance_id == client), clients[0] if clients else None)
     metrics = telemetry_view.top_metrics(rollups, selected.client_instance_id, anomalies) if selected else []
+    delivery = read_table(choice.zone, "delivery")
+    silent, _ = fleet_health.delivery_rows(delivery)
+    windows, _ = fleet_health.convergence_rows(read_table(choice.zone, "convergence"))
+    subscriptions = _subscriptions(user)
     template = TEMPLATES.get_template("telemetry.html")
     return template.render(
         now=now,
         run=choice,
         runs=visible_runs(user),
         analytics_path=str(choice.zone.analytics),
-        subscriptions=_subscriptions(user),
+        subscriptions=subscriptions,
         anomalies=_records(telemetry_view.recent_anomalies(anomalies)),
         anomaly_count=len(anomalies),
         anomaly_columns=telemetry_view.ANOMALY_COLUMNS,
@@ -110,6 +115,12 @@ def render_page(run_key: str, client: str | None, user: Any) -> str:
         brokers=_records(telemetry_view.broker_latest(broker_metrics)),
         broker_columns=telemetry_view.BROKER_COLUMNS,
         broker_totals=telemetry_view.broker_totals(broker_metrics),
+        silent=_records(silent),
+        silent_columns=fleet_health.SILENT_COLUMNS,
+        delivery_rows=len(delivery),
+        convergence=_records(windows),
+        convergence_columns=fleet_health.CONVERGENCE_WINDOW_COLUMNS,
+        active_names={row.name for row in subscriptions.rows},
     )
 
 
