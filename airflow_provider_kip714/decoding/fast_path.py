@@ -2,7 +2,7 @@
 
 ``native.decode_values`` decodes gauges and sums (nearly every point clients push) with the GIL
 released and marks every other record for the Python decoder (``reference``). Headers and lineage are
-checked here once for both (``reference.record_reason``), the records the native side leaves are
+checked here once for both (``reference.record_failures``), the records the native side leaves are
 decoded by the reference, and the two tables are merged back into record order.
 """
 
@@ -18,19 +18,24 @@ from airflow_provider_kip714.decoding import native
 from airflow_provider_kip714.decoding.arrow import native_table
 from airflow_provider_kip714.decoding.labels import BatchLabels
 from airflow_provider_kip714.decoding.records import DecodedBatch, TopicRecord
-from airflow_provider_kip714.decoding.reference import decode_reference, record_reason
+from airflow_provider_kip714.decoding.reference import decode_reference, record_failures
 
 
-def _lineage(records: Sequence[TopicRecord], labels: BatchLabels, failed: set[int]) -> list[Sequence[Any]]:
+def _lineage(
+    records: Sequence[TopicRecord], labels: BatchLabels, failed: dict[int, str]
+) -> list[Sequence[Any]]:
     """Per-record lineage columns; failed records (which have no points) get harmless zeros."""
-    ok = [index not in failed for index in range(len(records))]
-    return [
+    columns: list[list[Any]] = [
         [record.topic for record in records],
-        [record.partition if good else 0 for record, good in zip(records, ok, strict=True)],
-        [record.offset if good else 0 for record, good in zip(records, ok, strict=True)],
-        [record.timestamp_ms if good else 0 for record, good in zip(records, ok, strict=True)],
-        [slot if good else 0 for slot, good in zip(labels.slots, ok, strict=True)],
+        [record.partition for record in records],
+        [record.offset for record in records],
+        [record.timestamp_ms for record in records],
+        list(labels.slots),
     ]
+    for index in failed:
+        for column in columns[1:]:
+            column[index] = 0
+    return columns
 
 
 def merge_by_record(
@@ -47,23 +52,18 @@ def merge_by_record(
 
 def decode_fast(records: Sequence[TopicRecord]) -> DecodedBatch:
     """``otlp_proto`` records: natively where it can, the rest through the reference, in record order."""
-    labels = BatchLabels.of(record.headers for record in records)
-    failures: list[tuple[int, str]] = []
-    values: list[bytes | None] = []
-    for index, record in enumerate(records):
-        reason = record_reason(record, labels, index)
-        if reason is not None:
-            failures.append((index, reason))
-        values.append(None if reason is not None else record.value)
-    failed = {index for index, _ in failures}
+    labels = BatchLabels.of([record.headers for record in records])
+    failed = record_failures(records, labels)
+    values = [record.value for record in records]
+    for index in failed:
+        values[index] = None  # not decoded at all: its header or lineage problem is its reason
     decoded = native.decode_values(values)
     table = native_table(_lineage(records, labels, failed), labels.label_rows(), decoded)
     points_per_record = decoded.points_per_record.tolist()
+    failures = sorted(failed.items())
     fallback = [int(index) for index in np.flatnonzero(decoded.status) if index not in failed]
     if fallback:
-        subset = BatchLabels(
-            labels.rows, [labels.slots[i] for i in fallback], [labels.errors[i] for i in fallback]
-        )
+        subset = labels.subset(fallback)
         reference = decode_reference([records[index] for index in fallback], "otlp_proto", subset)
         failures.extend((fallback[position], reason) for position, reason in reference.failures)
         for position, index in enumerate(fallback):

@@ -7,10 +7,8 @@ writes each set's map once, and decoding parses each set's labels once; all of t
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import TypeAlias
-
-import numpy as np
 
 Headers: TypeAlias = Sequence[tuple[str, bytes | None]] | None
 HeaderSet: TypeAlias = tuple[tuple[str, bytes | None], ...] | None
@@ -43,18 +41,11 @@ class HeaderSets:
             self.sets.append(key)
         return slot
 
-    def slots(self, header_lists: Iterable[Headers]) -> np.ndarray:
-        """Slots of many header lists at once (int64), parsing each distinct object once."""
-        by_identity: dict[int, int] = {}
-        alive: list[Headers] = []  # keeps generator-produced objects alive, so no id() is reused
-        result: list[int] = []
-        for headers in header_lists:
-            slot = by_identity.get(id(headers))
-            if slot is None:
-                slot = by_identity[id(headers)] = self.slot(headers)
-                alive.append(headers)
-            result.append(slot)
-        return np.asarray(result, dtype=np.int64)
+    def slots(self, header_lists: Sequence[Headers]) -> list[int]:
+        """Slots of many header lists at once, interning each distinct object once (C-level loops)."""
+        objects = {id(headers): headers for headers in header_lists}  # the sequence keeps them alive
+        slot_of = {key: self.slot(headers) for key, headers in objects.items()}
+        return list(map(slot_of.__getitem__, map(id, header_lists)))
 
 
 __all__ = ["HeaderSet", "HeaderSets", "Headers"]

@@ -159,9 +159,9 @@ class BatchLabels:
     errors: list[str | None]
 
     @classmethod
-    def of(cls, header_lists: Iterable[Headers]) -> BatchLabels:
+    def of(cls, header_lists: Sequence[Headers]) -> BatchLabels:
         sets = HeaderSets()
-        set_slots = sets.slots(header_lists).tolist()
+        set_slots = sets.slots(header_lists)
         rows: list[RecordLabels] = []
         row_of_set: list[int] = []
         error_of_set: list[str | None] = []
@@ -176,6 +176,10 @@ class BatchLabels:
             error_of_set.append(None)
             rows.append(labels)
         return cls(rows, [row_of_set[s] for s in set_slots], [error_of_set[s] for s in set_slots])
+
+    def subset(self, indexes: Sequence[int]) -> BatchLabels:
+        """The labels of some of the batch's records (same rows, no re-parsing)."""
+        return BatchLabels(self.rows, [self.slots[i] for i in indexes], [self.errors[i] for i in indexes])
 
     def label_rows(self) -> Sequence[tuple[Any, ...]]:
         return [labels.row() for labels in self.rows]

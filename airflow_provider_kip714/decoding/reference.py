@@ -25,9 +25,29 @@ from airflow_provider_kip714.decoding.records import DecodedBatch, TopicRecord, 
 from airflow_provider_kip714.exceptions import TelemetryDecodeError
 
 
-def record_reason(record: TopicRecord, labels: BatchLabels, index: int) -> str | None:
-    """Why a record fails before its value is read (headers, then lineage), else None; both paths."""
-    return labels.errors[index] or limits.record_misfit(record.partition, record.offset, record.timestamp_ms)
+def record_failures(records: Sequence[TopicRecord], labels: BatchLabels) -> dict[int, str]:
+    """Records that fail before their value is read (headers, then lineage), by index; both paths.
+
+    The usual batch has no such record: three ``min``/``max`` over its columns say so at C speed.
+    """
+    partitions = [record.partition for record in records]
+    offsets = [record.offset for record in records]
+    timestamps = [record.timestamp_ms for record in records]
+    if records and (
+        any(labels.errors)
+        or limits.misfit("partition", min(partitions))
+        or limits.misfit("partition", max(partitions))
+        or limits.misfit("offset", min(offsets))
+        or limits.misfit("offset", max(offsets))
+        or limits.misfit("record_timestamp", min(timestamps))
+        or limits.misfit("record_timestamp", max(timestamps))
+    ):
+        return {
+            index: reason
+            for index, record in enumerate(records)
+            if (reason := labels.errors[index] or limits.record_misfit(*record[1:4]))
+        }
+    return {}
 
 
 def _add_record(
@@ -64,14 +84,15 @@ def decode_reference(
 ) -> DecodedBatch:
     """Decode ``records`` with the Python decoder; ``labels`` (aligned with records) if already parsed."""
     if labels is None:
-        labels = BatchLabels.of(record.headers for record in records)
+        labels = BatchLabels.of([record.headers for record in records])
+    early = record_failures(records, labels)
     columns = Columns()
     message_class = raw_attribute_metrics_data()
     failures: list[tuple[int, str]] = []
     points_per_record: list[int] = []
     for index, record in enumerate(records):
         points_before = columns.point_count
-        reason = record_reason(record, labels, index)
+        reason = early.get(index)
         if reason is None:
             reason = _add_record(columns, record, labels.slots[index], value_format, message_class)
         if reason is None:
@@ -82,4 +103,4 @@ def decode_reference(
     return DecodedBatch(columns_table(columns, labels.label_rows()), failures, points_per_record)
 
 
-__all__ = ["decode_reference", "record_reason"]
+__all__ = ["decode_reference", "record_failures"]
