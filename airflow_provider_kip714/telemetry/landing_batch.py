@@ -8,31 +8,23 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from typing import Any
 
 import pyarrow as pa
 
 from airflow_provider_kip714.contract.landing_schema import QUARANTINE_SCHEMA, RAW_SCHEMA, STRING_MAP
 from airflow_provider_kip714.decoding.decoder import TopicRecord, ValueFormat, decode_batch
+from airflow_provider_kip714.decoding.header_sets import HeaderSets
 from airflow_provider_kip714.telemetry.landing_zone import ChunkId, LandingZone, StagedChunk
 
 
 def _headers_map(records: Sequence[TopicRecord]) -> pa.Array:
     """Headers as a map column; each distinct header set (usually one per client) is decoded once."""
-    distinct: dict[int, int] = {}
-    sets: list[Any] = []
-    index: list[int] = []
-    for record in records:
-        headers = record.headers
-        slot = distinct.get(id(headers))
-        if slot is None:
-            slot = distinct[id(headers)] = len(sets)
-            sets.append(headers)
-        index.append(slot)
+    sets = HeaderSets()
+    index = sets.slots([record.headers for record in records])
     offsets = [0]
     keys: list[str] = []
     values: list[str | None] = []
-    for headers in sets:
+    for headers in sets.sets:
         for name, raw in headers or ():
             keys.append(name)
             values.append(None if raw is None else raw.decode("utf-8", errors="replace"))
@@ -123,9 +115,9 @@ class PartitionBatch:
         self.timestamps: list[int] = []
         self.keys: list[bytes | None] = []
         self.values: list[bytes | None] = []
-        self.header_sets: list[tuple[tuple[str, bytes | None], ...] | None] = []
+        self._interned = HeaderSets()
+        self.header_sets = self._interned.sets  # each distinct header set once
         self.header_index: list[int] = []
-        self._interned: dict[Any, int] = {}
 
     def __len__(self) -> int:
         return len(self.offsets)
@@ -138,12 +130,7 @@ class PartitionBatch:
         headers: list[tuple[str, bytes | None]] | None,
         value: bytes | None,
     ) -> None:
-        header_key = tuple(headers) if headers else None
-        index = self._interned.get(header_key)
-        if index is None:
-            index = self._interned[header_key] = len(self.header_sets)
-            self.header_sets.append(header_key)
-        self.header_index.append(index)
+        self.header_index.append(self._interned.slot(headers))
         self.offsets.append(offset)
         self.timestamps.append(timestamp_ms)
         self.keys.append(key)
