@@ -19,10 +19,12 @@ the layout is decided once:
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import os
 import re
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
@@ -58,7 +60,10 @@ def _object_storage_path(url: str) -> ObjectStoragePath:
     """One ``ObjectStoragePath`` (and so one connection lookup and one client) per URL and process."""
     from airflow.sdk import ObjectStoragePath
 
-    return ObjectStoragePath(url)
+    # The connection lookup logs "credentials retrieved" at INFO; outside a task Airflow's log output
+    # is stdout, where it would land in the middle of the JSON that `kip714 ... --json` prints.
+    with contextlib.redirect_stdout(sys.stderr):
+        return ObjectStoragePath(url)
 
 
 def is_local(path: StoragePath) -> bool:
