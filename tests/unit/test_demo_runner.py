@@ -26,7 +26,8 @@ def test_the_demo_window_targets_the_slow_consumer_and_its_peer_only() -> None:
     pattern = troubleshoot_conf(DemoSettings(work_dir=Path("/x")))["client_id"]
     (selector,) = parse_match([f"client_id={pattern}"])
     targeted = [spec.client_id for spec in default_fleet() if re.fullmatch(selector.pattern, spec.client_id)]
-    assert targeted == ["demo-audit-consumer-1", "demo-audit-consumer-slow"]
+    # the whole audit group: three peers, one of them slow (the peer anomaly)
+    assert targeted == ["demo-audit-consumer-1", "demo-audit-consumer-2", "demo-audit-consumer-slow"]
 
 
 def test_the_fleet_has_the_issue_mix_of_clients() -> None:

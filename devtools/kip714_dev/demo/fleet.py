@@ -22,10 +22,18 @@ REPO_ROOT = Path(__file__).resolve().parents[3]
 JAVA_CLIENT_JAR = REPO_ROOT / "tests" / "java_client" / "target" / "kip714-java-client.jar"
 JAVA_CLIENT_MAIN = "io.kip714.javaclient.TelemetryClient"
 BURSTY_PRODUCER_BYTE_RATE = 100_000.0
+DEMO_TELEMETRY_MAX_BYTES = 6144
+"""The demo broker's ``telemetry.max.bytes``: librdkafka pushes (about 1 to 2 KB decompressed) fit; the
+Java producer's full metric set (about 10 KB) does not, so the broker refuses its first push and the Java
+client switches its telemetry off (a client only the broker's instance count shows)."""
+KILLED_AFTER_S = 60.0
+"""The killed producer's lifetime: it pushes for a while, then dies by SIGKILL mid-run."""
 
 
 def default_fleet(prefix: str = "demo") -> list[ClientSpec]:
-    """Two consumer groups, steady producers, one slowing consumer, one throttled bursty producer."""
+    """Two consumer groups (one slowing member among three audit consumers: a peer anomaly), steady
+    producers, one throttled bursty producer, a Java producer whose pushes are too large for the demo
+    broker, and a producer killed with SIGKILL mid-run (the two silent clients)."""
     orders, audit = f"{prefix}-orders", f"{prefix}-audit"
     return [
         ClientSpec(f"{prefix}-orders-producer-1", ClientBehaviour.STEADY_PRODUCER, orders),
@@ -45,9 +53,18 @@ def default_fleet(prefix: str = "demo") -> list[ClientSpec]:
             f"{prefix}-orders-consumer-2", ClientBehaviour.STEADY_CONSUMER, orders, f"{prefix}-orders-app"
         ),
         ClientSpec(f"{prefix}-audit-consumer-1", ClientBehaviour.STEADY_CONSUMER, orders, audit),
+        ClientSpec(f"{prefix}-audit-consumer-2", ClientBehaviour.STEADY_CONSUMER, orders, audit),
         ClientSpec(f"{prefix}-audit-consumer-slow", ClientBehaviour.SLOW_CONSUMER, orders, audit),
         ClientSpec(f"{prefix}-java-producer", ClientBehaviour.JAVA_PRODUCER, orders),
+        ClientSpec(
+            f"{prefix}-killed-producer", ClientBehaviour.STEADY_PRODUCER, orders, kill_after_s=KILLED_AFTER_S
+        ),
     ]
+
+
+def expected_pushers(specs: Sequence[ClientSpec]) -> list[str]:
+    """Client ids whose pushes land: all but the Java producer (``DEMO_TELEMETRY_MAX_BYTES``)."""
+    return [spec.client_id for spec in specs if spec.behaviour is not ClientBehaviour.JAVA_PRODUCER]
 
 
 @dataclass
@@ -125,8 +142,21 @@ class ClientFleet:
         ]
 
     def check_alive(self) -> list[str]:
-        """Client ids whose process has exited early."""
-        return [c.spec.client_id for c in self.clients if c.process.poll() is not None]
+        """Client ids whose process has exited early (not those meant to die by SIGKILL, once they did)."""
+        return [
+            c.spec.client_id
+            for c in self.clients
+            if c.process.poll() is not None
+            and not (c.spec.kill_after_s is not None and c.process.returncode == -signal.SIGKILL)
+        ]
+
+    def killed(self) -> list[tuple[str, int]]:
+        """(client id, pid) of the clients killed with SIGKILL so far (for the demo's output)."""
+        return [
+            (c.spec.client_id, c.process.pid)
+            for c in self.clients
+            if c.spec.kill_after_s is not None and c.process.poll() == -signal.SIGKILL
+        ]
 
     def stop(self, timeout_s: float = 20.0) -> None:
         for client in self.clients:

@@ -11,7 +11,9 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import signal
+import threading
 import time
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
@@ -38,6 +40,8 @@ class ClientSpec:
     group_id: str | None = None
     messages_per_s: float = 20.0
     extra_config: dict[str, Any] = field(default_factory=dict)
+    kill_after_s: float | None = None
+    """Killed with SIGKILL this long after it starts: no terminating push (a silent client to find)."""
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))
@@ -119,6 +123,19 @@ def run_consumer(spec: ClientSpec, bootstrap: str, stop: _StopFlag) -> None:
     consumer.close()
 
 
+def _kill_later(spec: ClientSpec) -> None:
+    """SIGKILL this process after ``kill_after_s``: librdkafka gets no chance to send its final push."""
+
+    def kill() -> None:
+        log.info("%s: killing myself with SIGKILL (no terminating push)", spec.client_id)
+        logging.shutdown()
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    timer = threading.Timer(spec.kill_after_s or 0.0, kill)
+    timer.daemon = True
+    timer.start()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--bootstrap-server", required=True)
@@ -127,6 +144,8 @@ def main() -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     spec = ClientSpec.from_json(args.spec)
     stop = _StopFlag()
+    if spec.kill_after_s is not None:
+        _kill_later(spec)
     if spec.behaviour in (ClientBehaviour.STEADY_PRODUCER, ClientBehaviour.BURSTY_PRODUCER):
         run_producer(spec, args.bootstrap_server, stop)
     elif spec.behaviour in (ClientBehaviour.STEADY_CONSUMER, ClientBehaviour.SLOW_CONSUMER):

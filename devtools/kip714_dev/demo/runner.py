@@ -30,7 +30,7 @@ from airflow_provider_kip714.subscriptions.admin import ClientMetricsAdmin
 from airflow_provider_kip714.subscriptions.kafka_python_config import to_kafka_python_kwargs
 from airflow_provider_kip714.subscriptions.model import Subscription, parse_match
 from kip714_dev.airflow_standalone import airflow_environment
-from kip714_dev.demo.fleet import ClientFleet, default_fleet
+from kip714_dev.demo.fleet import DEMO_TELEMETRY_MAX_BYTES, ClientFleet, default_fleet, expected_pushers
 from kip714_dev.demo.summary import anomaly_lines, telemetry_seen
 from kip714_dev.demo.topology import demo_topology
 from kip714_dev.local_kafka.cluster import LocalKafkaCluster
@@ -98,7 +98,10 @@ def _stop_leftover(kafka_dir: Path) -> None:
 
 def _start_kafka(work_dir: Path) -> LocalKafkaCluster:
     cluster = LocalKafkaClusterFactory(work_dir).start(
-        name=KAFKA_DIR_NAME, sasl_users={}, broker_metrics_interval_ms=10_000
+        name=KAFKA_DIR_NAME,
+        sasl_users={},
+        broker_metrics_interval_ms=10_000,
+        telemetry_max_bytes=DEMO_TELEMETRY_MAX_BYTES,  # too small for the Java producer: a silent client
     )
     if not cluster.plugin_loaded:
         cluster.stop()
@@ -112,6 +115,9 @@ def _run_cli(*args: str) -> dict[str, Any]:
     completed = subprocess.run(command, capture_output=True, text=True, check=False)
     if completed.returncode != 0:
         raise Kip714Error(f"{' '.join(command[1:3])} failed: {completed.stderr.strip()}")
+    for line in completed.stderr.splitlines():  # the guardrail's advice when a window opens
+        if line.startswith("warning:"):
+            print(f"  {line}", flush=True)
     return json.loads(completed.stdout)
 
 
@@ -257,11 +263,13 @@ def run_demo(settings: DemoSettings) -> int:
             fleet_started = datetime.now(UTC)
             fleet = ClientFleet(bootstrap, default_fleet(), work / "fleet-logs", max_seconds=1200)
             fleet.start()
-            _wait_for_fleet(bootstrap, [s.client_id for s in fleet.specs], fleet_started, timeout_s=90)
+            _wait_for_fleet(bootstrap, expected_pushers(fleet.specs), fleet_started, timeout_s=90)
             print(f"  letting the fleet run {settings.warmup_s} s so there is history to compare against")
             time.sleep(settings.warmup_s)
             if dead := fleet.check_alive():
                 raise Kip714Error(f"clients exited early: {', '.join(dead)} (logs in {work / 'fleet-logs'})")
+            for client_id, pid in fleet.killed():
+                print(f"  {client_id} (pid {pid}) was killed with SIGKILL: no terminating push", flush=True)
 
         env = {**airflow_environment(airflow_home, bootstrap, base=dict(os.environ)), **topology.env}
         with steps.step("Airflow metadata database (SQLite)"):
