@@ -18,6 +18,7 @@ from typing import Any
 
 from airflow.sdk import DAG, get_current_context, task
 
+from airflow_provider_kip714.analytics.run_owner import write_run_owner
 from airflow_provider_kip714.operators.client_metrics import (
     CreateClientMetricsSubscriptionOperator,
     DeleteClientMetricsSubscriptionOperator,
@@ -94,7 +95,9 @@ with DAG(
         """Land the topic while the window lasts (bounds from ``open_subscription``); logs what landed."""
         context = get_current_context()
         request = TroubleshootingRequest.from_params(context["params"])
-        return land_window(request, troubleshoot_area(context["run_id"]), WindowBounds.of_xcom(window))
+        area = troubleshoot_area(context["run_id"])
+        write_run_owner(area, context["dag"].dag_id, context["run_id"])  # the UI asks who may read it
+        return land_window(request, area, WindowBounds.of_xcom(window))
 
     landed = land.override(task_id="land_window")(open_subscription.output)
 
