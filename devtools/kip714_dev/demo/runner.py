@@ -31,7 +31,7 @@ from airflow_provider_kip714.subscriptions.kafka_python_config import to_kafka_p
 from airflow_provider_kip714.subscriptions.model import Subscription, parse_match
 from kip714_dev.airflow_standalone import airflow_environment
 from kip714_dev.demo.fleet import DEMO_TELEMETRY_MAX_BYTES, ClientFleet, default_fleet, expected_pushers
-from kip714_dev.demo.summary import anomaly_lines, telemetry_seen
+from kip714_dev.demo.summary import anomaly_lines, convergence_lines, silent_lines, telemetry_seen
 from kip714_dev.demo.topology import demo_topology
 from kip714_dev.local_kafka.cluster import LocalKafkaCluster
 from kip714_dev.local_kafka.cluster_factory import LocalKafkaClusterFactory
@@ -318,6 +318,14 @@ def run_demo(settings: DemoSettings) -> int:
                 print(f"  Anomalies in the {zone_name} ({len(lines)}):")
                 for line in lines[:12] or ["(none)"]:
                     print(f"    {line}")
+                for title, found in (
+                    ("Silent clients", silent_lines(zone)),
+                    ("Convergence", convergence_lines(zone)),
+                ):
+                    if found:  # delivery.py / convergence.py ran for this zone
+                        print(f"  {title} in the {zone_name} ({len(found)}):")
+                        for line in found[:12]:
+                            print(f"    {line}")
 
         with steps.step("Cleaning up: subscriptions, clients, broker"):
             with _admin(bootstrap) as admin:

@@ -76,3 +76,37 @@ def _anomaly_line(row: dict[str, object]) -> str:
     software = f"{_text(row['client_software_name'])} {_text(row['client_software_version'])}"
     where = f"{software}, {_text(row['client_source_address'])}, {_text(row['principal'])}"
     return f"{row['severity']:<8} {_text(row['client_id'])} ({where}): {row['description']}"
+
+
+def silent_lines(zone: RunArea) -> list[str]:
+    """One line per silent client (or broker with unseen instances), with when it went silent and why."""
+    from airflow_provider_kip714.report.fleet_health import delivery_rows
+
+    silent, _ = delivery_rows(read_table(zone, "delivery"))
+    lines = []
+    for row in silent.to_dict("records"):
+        since = row["silent_since"]
+        when = since.strftime("%H:%M:%S") if hasattr(since, "strftime") else "?"
+        if _text(row.get("client_instance_id")) != "?":
+            who = f"{_text(row['client_id'])} ({_text(row['client_software_name'])})"
+        else:
+            who = f"{int(row['unseen_instances'] or 0)} instance(s) on broker {_text(row['broker_node_id'])}"
+        lines.append(f"silent since {when} UTC: {who}: {_text(row['reason'])}")
+    return lines
+
+
+def convergence_lines(zone: RunArea) -> list[str]:
+    """One line per followed window: matched and converged clients, 50/90/100 % times."""
+    from airflow_provider_kip714.report.fleet_health import convergence_rows
+
+    windows, _ = convergence_rows(read_table(zone, "convergence"))
+
+    def seconds(value: object) -> str:
+        return "not yet" if value is None or value != value else f"{float(value):.1f} s"  # type: ignore[arg-type]
+
+    return [
+        f"{row['subscription_name']}: {row['converged_clients']}/{row['matched_clients']} clients; "
+        f"50 % {seconds(row['p50_seconds'])}, 90 % {seconds(row['p90_seconds'])}, "
+        f"100 % {seconds(row['p100_seconds'])}"
+        for row in windows.to_dict("records")
+    ]
