@@ -10,6 +10,9 @@ from pathlib import Path
 
 import anomalies
 import broker_metrics
+import capabilities
+import convergence
+import delivery
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -49,6 +52,11 @@ def test_every_output_table_is_written_in_its_schema_under_date_hour_partitions(
         [*common, "--end", "2026-01-31T15:00:00Z", "--rules", str(DEFAULT_RULES), "--history", "0s"], spark
     )
     broker_metrics.run([*common, "--end", "2026-01-31T14:00:00Z", "--bucket", "5m"], spark)
+    delivery.run([*common, "--end", "2026-01-31T15:00:00Z"], spark)
+    capabilities.run([*common, "--end", "2026-01-31T15:00:00Z"], spark)
+    windows = tmp_path / "windows.json"
+    windows.write_text(json.dumps([{"name": "w", "subscribed_at": "2026-01-31T13:30:00Z", "metrics": ["*"]}]))
+    convergence.run([*common, "--end", "2026-01-31T15:00:00Z", "--windows", str(windows)], spark)
 
     for table in OUTPUT_SCHEMAS:
         leaves = sorted((out / table).glob("date=*/hour=*"))
