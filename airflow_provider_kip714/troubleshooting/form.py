@@ -51,7 +51,7 @@ def troubleshoot_params() -> dict[str, Param]:
             section="Cluster",
         ),
         **selector_params,
-        "extra_match": Param(
+        "match": Param(
             [],
             type="array",
             items={"type": "string"},

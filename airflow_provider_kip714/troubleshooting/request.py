@@ -54,11 +54,9 @@ class TroubleshootingRequest:
     def from_params(cls, params: Mapping[str, Any]) -> TroubleshootingRequest:
         """Validate every field; raises ``SubscriptionValidationError`` naming the field and the rule."""
         fields = [f"{s}={params[s]}" for s in SELECTORS if params.get(s) not in (None, "")]
-        extra = params.get("extra_match") or []
+        extra = params.get("match") or []
         if not isinstance(extra, list) or not all(isinstance(e, str) for e in extra):
-            raise SubscriptionValidationError(
-                "extra_match", "must be a list of selector=regex strings", extra
-            )
+            raise SubscriptionValidationError("match", "must be a list of selector=regex strings", extra)
         match = tuple(selector.render() for selector in parse_match([*fields, *extra]))
         metrics = parse_metrics(params.get("metrics"))
         if not metrics:

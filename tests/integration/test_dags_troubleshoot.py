@@ -12,7 +12,7 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -22,7 +22,7 @@ from telemetry_helpers import run_librdkafka_clients
 
 from airflow_provider_kip714.subscriptions.admin import ClientMetricsAdmin
 from airflow_provider_kip714.subscriptions.kafka_python_config import to_kafka_python_kwargs
-from airflow_provider_kip714.subscriptions.window_name import try_parse_window_name
+from airflow_provider_kip714.subscriptions.window_name import parse_window_name, try_parse_window_name
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.slow]
 
@@ -106,8 +106,12 @@ def test_troubleshoot_window_ends_with_report_and_no_subscription(
     assert "error" not in clients, clients
     assert summary is not None, output[-5000:]
     assert summary["state"] == "success", (summary["tasks"], output[-6000:])
-    subscription = summary["xcom"]["open_subscription"]
+    window = summary["xcom"]["open_subscription"]
+    subscription = window["name"]
     assert subscription == clients["subscription"]
+    # downstream steps use the bounds open_subscription returned (not recomputed from the name)
+    start, end = datetime.fromisoformat(window["start"]), datetime.fromisoformat(window["end"])
+    assert end - start == timedelta(seconds=WINDOW_S) and end == parse_window_name(subscription).expires_at
     assert subscription not in admin.list_names()  # deleted, and verified by the DAG itself
     assert summary["tasks"]["close_subscription"] == "success"
     assert summary["tasks"]["check_subscription_gone"] == "success"
@@ -133,14 +137,15 @@ def test_troubleshoot_window_ends_with_report_and_no_subscription(
     assert "confluent-kafka-python" in producer_rows[0] and "127.0.0.1" in producer_rows[0]
 
     # logs a user can follow: the wait for pushes, what landed, where the report is
-    assert "waited" in output and "Landed" in output and f"KIP714_REPORT {report}" in output
+    assert "Waiting for telemetry from 1 client(s)" in output and "Seen " in output
+    assert "Landed" in output and f"KIP714_REPORT {report}" in output
 
 
 @pytest.mark.parametrize(
     ("conf", "field", "rule"),
     [
         ({"interval_ms": 50}, "interval_ms", "minimum"),
-        ({"extra_match": ["client_colour=red"]}, "match", "unknown selector"),
+        ({"match": ["client_colour=red"]}, "match", "unknown selector"),
         (
             {
                 "thresholds": [

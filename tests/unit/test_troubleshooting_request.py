@@ -46,7 +46,7 @@ def test_selectors_from_fields_and_extra_entries_are_combined() -> None:
         defaults(
             client_id="orders-.*",
             client_software_name="apache-kafka-java",
-            extra_match=["client_source_port=9.*"],
+            match=["client_source_port=9.*"],
         )
     )
     assert request.match == (
@@ -61,7 +61,7 @@ def test_selectors_from_fields_and_extra_entries_are_combined() -> None:
     ("overrides", "field", "rule"),
     [
         ({"interval_ms": 50}, "interval.ms", "100"),
-        ({"extra_match": ["client_colour=red"]}, "match", "unknown selector"),
+        ({"match": ["client_colour=red"]}, "match", "unknown selector"),
         ({"client_id": "orders-("}, "match", "unbalanced"),
         ({"metrics": []}, "metrics", "at least one"),
         ({"window_seconds": 5}, "window_seconds", "10..86400"),

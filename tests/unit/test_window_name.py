@@ -175,3 +175,12 @@ def test_reapable_means_expired_or_further_than_the_maximum_window_plus_skew() -
     assert not inside.is_reapable(now) and inside.is_reapable(inside.expires_at)
     assert beyond.is_reapable(now) and expiry_problem(beyond.expires_at, now) is not None
     assert expiry_problem(inside.expires_at, now) is None
+
+
+def test_a_window_is_never_reaped_before_its_expiry_by_the_reapers_clock() -> None:
+    """With every clock within CLOCK_SKEW_TOLERANCE of UTC, this bounds early deletion to that tolerance."""
+    expiry = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
+    window = parse_window_name(format_window_name("w", expiry, "00000003"))
+    for early in (CLOCK_SKEW_TOLERANCE, timedelta(seconds=1), timedelta(microseconds=1)):
+        assert not window.is_reapable(expiry - early)
+    assert window.is_reapable(expiry)
