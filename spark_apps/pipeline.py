@@ -27,7 +27,7 @@ from types import ModuleType
 
 from kip714_common.cli import CommonArgs, base_parser, parse_common, run_main
 from kip714_common.errors import SparkAppInputError
-from kip714_common.landing import LATE_GRACE, landed_bytes
+from kip714_common.landing import LATE_GRACE, landed_bytes, shared_reads
 from kip714_common.session import get_session, tune_for_input
 from kip714_common.timing import StepTimer, emit, jvm_report
 from pyspark.sql import SparkSession
@@ -128,9 +128,10 @@ def run(argv: Sequence[str] | None = None, spark: SparkSession | None = None) ->
         small = tune_for_input(spark, size)
     emit({"step": APP_NAME, "phase": "input", "bytes": size, "small_input_conf": small})
     summaries: dict[str, object] = {}
-    for name, arguments in planned:
-        with timer.phase(name):
-            summaries[name] = step_module(name).run(arguments, spark)
+    with shared_reads(persist=small):
+        for name, arguments in planned:
+            with timer.phase(name):
+                summaries[name] = step_module(name).run(arguments, spark)
     emit({"step": APP_NAME, "phase": "total", "seconds": round(timer.total, 3), "ended": time.time()})
     emit({"step": APP_NAME, "phase": "jvm", **jvm_report(spark)})
     return summaries

@@ -11,7 +11,8 @@ point kinds the read holds.
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import reduce
@@ -213,11 +214,46 @@ def read_datapoints(
     Read from the folders of ``[start, end + LATE_GRACE)``; rows without a metric name are skipped
     (``landing_counts`` counts them for the run summary).
     """
+    key = (input_root, start, end, tuple(sorted((metric_aliases or {}).items())))
+    if _SHARED is not None and key in _SHARED.reads:
+        return _SHARED.reads[key]
     hours = landed_hours(spark, input_root, start, end + LATE_GRACE)
     hours = hours.where(F.col("metric_name").isNotNull())
     raw = hours.where((F.col("time") >= epoch_nanos(start)) & (F.col("time") < epoch_nanos(end)))
     # the series of the whole hours: a superset, which is always safe, read without the time column
-    return normalise(raw, metric_aliases, series_source=hours)
+    points = normalise(raw, metric_aliases, series_source=hours)
+    if _SHARED is not None:
+        if _SHARED.persist:
+            points = LandedPoints(points.frame.persist(), points.kinds, points.series)
+        _SHARED.reads[key] = points
+    return points
+
+
+@dataclass
+class _SharedReads:
+    persist: bool
+    reads: dict[tuple[object, ...], LandedPoints]
+
+
+_SHARED: _SharedReads | None = None
+
+
+@contextmanager
+def shared_reads(persist: bool = False) -> Iterator[None]:
+    """Within one run of several steps, steps reading the same interval share one read.
+
+    The rollups and broker-metrics steps read the same points: the second one then skips the names
+    pass (one or two Spark jobs) and, with ``persist`` (small inputs), the scan and normalisation too.
+    Scoped to the block: a later run reads the landing zone afresh (late records included).
+    """
+    global _SHARED
+    previous, _SHARED = _SHARED, _SharedReads(persist, {})
+    try:
+        yield
+    finally:
+        shared, _SHARED = _SHARED, previous
+        for points in shared.reads.values():
+            points.frame.unpersist()
 
 
 def normalise(

@@ -3,7 +3,7 @@
 Each phase prints one ``KIP714_TIMING {json}`` line (step, phase, seconds), so a task log or a benchmark can
 say how long the JVM took to start, how long each step planned, read, computed and wrote. ``jvm_report``
 adds what the driver's wall clock cannot see: the JVM's start instant, its JIT and GC time, Spark's
-Janino compile time and the tasks' run time (from Spark's status store), read at the end of a run.
+Janino compile time, read at the end of a run.
 Over Spark Connect there is no JVM in this process: the JVM part is then left out.
 """
 
@@ -58,7 +58,7 @@ def emit(record: dict[str, Any]) -> None:
 
 
 def jvm_report(spark: Any) -> dict[str, Any]:
-    """JVM start instant and JIT/GC/codegen/task totals of the session's driver JVM ({} over Connect)."""
+    """JVM start instant and JIT/GC/codegen totals of the session's driver JVM ({} over Connect)."""
     try:
         context = spark.sparkContext
         jvm = context._jvm  # type: ignore[attr-defined]
@@ -76,21 +76,4 @@ def jvm_report(spark: Any) -> dict[str, Any]:
         "janino_compiles": compile_histogram.getCount(),
         "janino_compile_s": sum(compile_histogram.getSnapshot().getValues()) / 1000.0,
     }
-    report.update(_task_totals(context))
     return report
-
-
-def _task_totals(context: Any) -> dict[str, Any]:
-    """Stages, tasks and summed task run/CPU time from Spark's status store (best effort)."""
-    try:
-        stages = context._jsc.sc().statusStore().stageList(None)  # type: ignore[attr-defined]
-        run_ms = cpu_ns = tasks = count = 0
-        for index in range(stages.size()):
-            stage = stages.apply(index) if hasattr(stages, "apply") else stages.get(index)
-            run_ms += stage.executorRunTime()
-            cpu_ns += stage.executorCpuTime()
-            tasks += stage.numCompleteTasks()
-            count += 1
-    except Exception as err:  # the status store's API is internal; never fail a run over it
-        return {"task_totals_error": type(err).__name__}
-    return {"stages": count, "tasks": tasks, "task_run_s": run_ms / 1000.0, "task_cpu_s": cpu_ns / 1e9}
