@@ -1,0 +1,293 @@
+"""Troubleshooting turnaround: from the end of the window's landing to the written report (issue #16).
+
+Workload: one window the size of the demo's (``turnaround_data.py``: the demo's real points plus a
+synthetic fleet and three brokers, about 11k points over 5.5 minutes). Measured in the same run, so the
+ratios hold on a loaded machine:
+
+* ``empty``: an empty PySpark app, ``spark-submit --master local[2]`` (the baseline, the JVM's floor);
+* ``three_apps``: rollups, anomalies, broker metrics as three ``spark-submit`` runs (how the DAGs ran);
+* ``pipeline``: the same steps in one ``spark-submit`` of ``spark_apps/pipeline.py`` (how they run now);
+* ``warm``: the pipeline run twice in one long-lived local session, the second run timed: what a
+  long-running server (Spark Connect) would give each run once its JVM is warm;
+* ``hourly``: the scheduled DAG's pipeline for the hour holding the window (1m buckets, 24h history).
+
+Each run's turnaround adds the window's rules (``write_window_rules``) and the report (``build_report``)
+to the Spark part, as the DAG does; Airflow's own task start-up is not in it. Target: pipeline <= 2 x
+empty. Each Spark run's ``KIP714_TIMING`` lines say where its seconds went.
+
+    .venv/bin/python bench/bench_turnaround.py --repeat 2
+    .venv/bin/python bench/bench_turnaround.py --modes empty,pipeline --repeat 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from bench.turnaround_data import HOUR, WINDOW_END, WINDOW_START, write_window  # noqa: E402
+from spark_apps.package import (  # noqa: E402
+    DEFAULT_RULES,
+    PERFORMANCE_CONF,
+    WINDOW_CONF,
+    application_args,
+    application_path,
+    build_common_zip,
+)
+
+SPARK_SUBMIT = Path(sys.executable).parent / "spark-submit"
+MODES = ("empty", "three_apps", "pipeline", "hourly", "warm")
+EMPTY_APP = "from pyspark.sql import SparkSession\nSparkSession.builder.getOrCreate().stop()\n"
+DAG_CONF = {
+    **PERFORMANCE_CONF,
+    "spark.sql.shuffle.partitions": "4",
+    "spark.ui.enabled": "false",
+    "spark.sql.session.timeZone": "UTC",
+}
+"""``airflow_provider_kip714.spark.jobs.SPARK_CONF``: every DAG task's launch settings."""
+WINDOW_FLAGS = {"history": "1h", "min_history_buckets": "6", "baseline_for": "30s"}
+
+
+def environment() -> dict[str, str]:
+    return {
+        **os.environ,
+        "SPARK_LOCAL_IP": "127.0.0.1",
+        "PYSPARK_PYTHON": sys.executable,
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+    }
+
+
+def child_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def submit(application: Path, args: Sequence[str], log: Path, conf: dict[str, str]) -> tuple[float, float]:
+    """(wall, CPU) seconds of one ``spark-submit --master local[2]``; its output is appended to ``log``."""
+    command = [str(SPARK_SUBMIT), "--master", "local[2]", "--py-files", str(build_common_zip())]
+    for key, value in conf.items():
+        command += ["--conf", f"{key}={value}"]
+    cpu, began = child_cpu(), time.perf_counter()
+    with log.open("a") as out:
+        result = subprocess.run(
+            [*command, str(application), *args], stdout=out, stderr=subprocess.STDOUT, env=environment()
+        )
+    elapsed, used = time.perf_counter() - began, child_cpu() - cpu
+    if result.returncode != 0:
+        raise SystemExit(f"{application.name} failed (exit {result.returncode}); see {log}")
+    return elapsed, used
+
+
+def demo_form() -> dict[str, object]:
+    """The demo's troubleshooting form (``kip714_dev.demo.runner.troubleshoot_conf``), its clients' ids."""
+    from airflow_provider_kip714.troubleshooting.form import troubleshoot_params
+
+    return {
+        **{name: param.value for name, param in troubleshoot_params().items()},
+        "kafka_config_id": "kafka_default",
+        "client_id": "demo-.*",
+        "min_clients": 2,
+        "metrics": ["org.apache.kafka.consumer."],
+        "interval_ms": 10_000,
+        "window_seconds": 300,
+        "bucket": "10s",
+        "thresholds": [
+            {
+                "metric_prefix": "org.apache.kafka.consumer.poll.idle.ratio.avg",
+                "comparison": "<",
+                "threshold": 0.3,
+                "critical_threshold": 0.05,
+                "for_seconds": 30,
+            }
+        ],
+    }
+
+
+def write_rules(area_root: Path) -> tuple[Path, float]:
+    from airflow_provider_kip714.storage.data_root import RunArea
+    from airflow_provider_kip714.troubleshooting.request import TroubleshootingRequest
+    from airflow_provider_kip714.troubleshooting.rules import write_window_rules
+
+    began = time.perf_counter()
+    path, _ = write_window_rules(
+        RunArea(area_root), TroubleshootingRequest.from_params(demo_form()), DEFAULT_RULES
+    )
+    return path, time.perf_counter() - began
+
+
+def write_report(area_root: Path) -> float:
+    from airflow_provider_kip714.report import build_report
+    from airflow_provider_kip714.storage.data_root import RunArea
+
+    began = time.perf_counter()
+    build_report(
+        RunArea(area_root), window=(WINDOW_START, WINDOW_END), client_selectors=["client_id=demo-.*"]
+    )
+    return time.perf_counter() - began
+
+
+def timings(log: Path) -> dict[str, object]:
+    """The pipeline's ``KIP714_TIMING`` lines of the last run in ``log``: phase -> seconds, plus the JVM's."""
+    found: dict[str, object] = {}
+    for line in log.read_text().splitlines():
+        if line.startswith("KIP714_TIMING "):
+            record = json.loads(line.split(" ", 1)[1])
+            if record.get("step") == "kip714-pipeline":
+                phase = record.pop("phase")
+                record.pop("step")
+                found[phase] = record.get("seconds", record)
+    return found
+
+
+def fresh(area: Path) -> Path:
+    for folder in ("analytics", "report"):
+        if (area / folder).exists():
+            subprocess.run(["rm", "-rf", str(area / folder)], check=True)
+    return area
+
+
+def window_args(area: Path, rules: Path | None) -> list[str]:
+    extra = {**WINDOW_FLAGS, "rules": str(rules) if rules else None}
+    return application_args(
+        str(area / "landing"),
+        str(area / "analytics"),
+        WINDOW_START.isoformat(),
+        WINDOW_END.isoformat(),
+        "10s",
+        **extra,
+    )
+
+
+def run_mode(mode: str, area: Path, work: Path) -> dict[str, object]:
+    log = work / f"{mode}.log"
+    if mode == "empty":
+        empty = work / "empty_app.py"
+        empty.write_text(EMPTY_APP)
+        wall, cpu = submit(empty, [], log, {"spark.ui.enabled": "false"})
+        return {"wall_s": wall, "cpu_s": cpu}
+    fresh(area)
+    if mode == "hourly":
+        args = application_args(
+            str(area / "landing"),
+            str(area / "analytics"),
+            HOUR[0].isoformat(),
+            HOUR[1].isoformat(),
+            "1m",
+            rules=str(DEFAULT_RULES),
+            history="24h",
+        )
+        wall, cpu = submit(application_path("pipeline"), args, log, DAG_CONF)
+        return {"wall_s": wall, "cpu_s": cpu, "spark_s": wall, "phases": timings(log)}
+    if mode == "warm":
+        return warm_run(area, log)
+    rules, rules_s = write_rules(area)
+    if mode == "three_apps":
+        wall = cpu = 0.0
+        for app in ("rollups", "anomalies", "broker_metrics"):
+            args = window_args(area, rules if app == "anomalies" else None)
+            if app != "anomalies":
+                args = [
+                    a
+                    for a in args
+                    if a not in ("--history", "1h", "--min-history-buckets", "6", "--baseline-for", "30s")
+                ]
+            app_wall, app_cpu = submit(application_path(app), args, log, DAG_CONF)
+            wall, cpu = wall + app_wall, cpu + app_cpu
+    else:
+        wall, cpu = submit(
+            application_path("pipeline"), window_args(area, rules), log, {**DAG_CONF, **WINDOW_CONF}
+        )
+    report_s = write_report(area)
+    return {
+        "wall_s": rules_s + wall + report_s,
+        "cpu_s": cpu,
+        "spark_s": wall,
+        "rules_s": rules_s,
+        "report_s": report_s,
+        "phases": timings(log) if mode == "pipeline" else {},
+    }
+
+
+def warm_run(area: Path, log: Path) -> dict[str, object]:
+    """Two pipeline runs in one local session (this process); the second is timed, as on a warm server."""
+    sys.path.insert(0, str(REPO / "spark_apps"))
+    os.environ.update({"SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable})
+    import pipeline
+    from pyspark.sql import SparkSession
+
+    builder = SparkSession.builder.master("local[2]").appName("kip714-warm")
+    spark = builder.config(map={**DAG_CONF, **WINDOW_CONF}).getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    rules, _ = write_rules(area)
+    pipeline.run(window_args(area, rules), spark)
+    fresh(area)
+    rules, rules_s = write_rules(area)
+    began = time.perf_counter()
+    pipeline.run(window_args(area, rules), spark)
+    wall = time.perf_counter() - began
+    spark.stop()
+    report_s = write_report(area)
+    log.write_text("in-process\n")
+    return {"wall_s": rules_s + wall + report_s, "spark_s": wall, "rules_s": rules_s, "report_s": report_s}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--modes", default=",".join(MODES), help=f"among {', '.join(MODES)}")
+    parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument("--work", default=None, help="folder for the landing zone and logs (default: temp)")
+    options = parser.parse_args()
+    modes = [m for m in options.modes.split(",") if m]
+    work = Path(options.work or tempfile.mkdtemp(prefix="kip714-turnaround-"))
+    area = work / "area"
+    area.mkdir(parents=True, exist_ok=True)
+    points = write_window(area / "landing")
+    print(
+        f"window: {points} data points, {WINDOW_START:%H:%M:%S}-{WINDOW_END:%H:%M:%S}; load {os.getloadavg()}"
+    )
+    results: dict[str, list[dict[str, object]]] = {m: [] for m in modes}
+    for round_ in range(options.repeat):
+        for mode in modes:  # interleaved, so each mode sees the same load over the run
+            result = run_mode(mode, area, work)
+            results[mode].append(result)
+            print(f"round {round_ + 1} {mode}: {json.dumps(result, default=str)}", flush=True)
+    report(results)
+    return 0
+
+
+def report(results: dict[str, list[dict[str, object]]]) -> None:
+    empty = (
+        statistics.median(float(r["wall_s"]) for r in results.get("empty", []))
+        if results.get("empty")
+        else None
+    )
+    empty_cpu = (
+        statistics.median(float(r["cpu_s"]) for r in results["empty"]) if results.get("empty") else None
+    )
+    print(f"\nload average at the end: {os.getloadavg()}")
+    for mode, runs in results.items():
+        wall = statistics.median(float(r["wall_s"]) for r in runs)
+        line = f"{mode:>10}: turnaround {wall:7.1f} s (median of {len(runs)})"
+        if empty and mode != "empty":
+            line += f" = {wall / empty:4.1f} x empty spark-submit ({empty:.1f} s)"
+        cpus = [float(r["cpu_s"]) for r in runs if "cpu_s" in r]
+        if cpus and empty_cpu and mode != "empty":
+            line += (
+                f"; CPU {statistics.median(cpus):6.1f} s = {statistics.median(cpus) / empty_cpu:4.1f} x empty"
+            )
+        print(line)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
