@@ -73,7 +73,7 @@ def demo_topology(name: str, work_dir: Path, kafka: str) -> Iterator[Topology]:
                 f"{len(spark.worker_pids)} workers (pids {', '.join(map(str, spark.worker_pids))}); "
                 f"web UI {spark.web_ui_url}",
                 "Spark drivers: in the Airflow tasks (client mode); executors: on the workers, s3a to S3",
-                "Airflow: `airflow dags test` on this machine (SQLite); landing, report and UI read S3",
+                "Airflow: `airflow dags test` on this machine (SQLite); the landing and the report use S3",
             ],
         )
     finally:
