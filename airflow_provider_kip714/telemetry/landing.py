@@ -27,13 +27,7 @@ from airflow_provider_kip714.decoding.decoder import VALUE_FORMATS, ValueFormat
 from airflow_provider_kip714.exceptions import LandingError
 from airflow_provider_kip714.storage.data_root import as_storage_path, storage_uri
 from airflow_provider_kip714.telemetry import reader
-from airflow_provider_kip714.telemetry.landing_batch import (
-    PartitionBatch,
-    quarantine_table,
-    raw_table,
-    stage_batch,
-    stage_records,
-)
+from airflow_provider_kip714.telemetry.landing_batch import PartitionBatch, stage_batch, stage_records
 from airflow_provider_kip714.telemetry.landing_zone import LandingZone, StagedChunk
 from airflow_provider_kip714.telemetry.topic_generation import reconcile
 
@@ -43,8 +37,6 @@ __all__ = [
     "TopicLander",
     "datapoints_uri",
     "land_topic",
-    "quarantine_table",
-    "raw_table",
     "stage_batch",
     "stage_records",
 ]
