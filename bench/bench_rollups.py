@@ -202,7 +202,9 @@ def run_spark(spark, landing: Path, out: Path) -> tuple[float, float]:  # type: 
     began = time.perf_counter()
     rollups.run(common, spark)
     rolled = time.perf_counter()
-    anomalies.run([*common, "--rules", str(RULES), "--history", "0s"], spark)
+    # no peer baselines: DuckDB's anomaly pass has none, so the comparison stays the same work (peers cost
+    # about 7 s more at 1M points on local[2]: 10.5 s against 3.5 s, measured at commit 2621024)
+    anomalies.run([*common, "--rules", str(RULES), "--history", "0s", "--peer-groups", "none"], spark)
     return rolled - began, time.perf_counter() - rolled
 
 
