@@ -25,7 +25,15 @@ from airflow_provider_kip714.subscriptions.admin import ClientMetricsAdmin
 from airflow_provider_kip714.subscriptions.kafka_python_config import to_kafka_python_kwargs
 from airflow_provider_kip714.telemetry.landing_zone import LandingZone
 
-pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.slow, pytest.mark.cluster]
+# Set-up (S3Proxy, a standalone master and 2 workers, Airflow's DB) plus the runs exceed the default 900 s
+# on a loaded 2-core machine.
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.spark,
+    pytest.mark.slow,
+    pytest.mark.cluster,
+    pytest.mark.timeout(2400),
+]
 
 WINDOW_S = 30
 
