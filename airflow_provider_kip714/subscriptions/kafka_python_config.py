@@ -39,12 +39,12 @@ def _as_int(key: str) -> Callable[[Any], int]:
         text = str(value).strip()
         if isinstance(value, bool) or not _ASCII_INT.fullmatch(text):
             raise SubscriptionValidationError(
-                _field(key), f"must be a whole number of 1..{MAX_INT_SETTING}", value
+                _field(key), f"must be an integer of 1..{MAX_INT_SETTING}", value
             )
         number = int(text)
         if not 0 < number <= MAX_INT_SETTING:
             raise SubscriptionValidationError(
-                _field(key), f"must be a whole number of 1..{MAX_INT_SETTING}", value
+                _field(key), f"must be an integer of 1..{MAX_INT_SETTING}", value
             )
         return number
 
