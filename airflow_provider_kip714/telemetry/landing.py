@@ -178,6 +178,7 @@ class TopicLander:
         self.policy = reader.ErrorPolicy(topic, outage_limit_s=metadata_timeout_s)
         self.consumer_config = reader.reader_config(self.base_config, self.policy, **LANDING_TUNING)
         self._pending_partitions: set[int] = set()
+        self._starts: dict[int, int] = {}
 
     def run(self) -> LandingResult:
         with self.zone.lock():
@@ -231,6 +232,7 @@ class TopicLander:
             if end is None or start < end:
                 starts[partition] = start
         reader.assign(consumer, self.topic, starts)
+        self._starts = starts
         self._pending_partitions = set(starts)
         log.info(
             "landing %s (topic id %s) -> %s: %d partitions, %d assigned, %s",
@@ -344,7 +346,9 @@ class TopicLander:
         positions = consumer.position([TopicPartition(self.topic, p) for p in self._pending_partitions])
         for position in positions:
             end_offset = plan[position.partition].end_offset
-            if end_offset is not None and position.offset >= end_offset:
+            # nothing fetched yet (an idle partition): the position is unset, the start offset holds
+            offset = position.offset if position.offset >= 0 else self._starts[position.partition]
+            if end_offset is not None and offset >= end_offset:
                 self._pending_partitions.discard(position.partition)
 
     def _accept(

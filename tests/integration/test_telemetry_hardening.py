@@ -189,11 +189,12 @@ def test_until_lands_the_whole_window_however_late_the_run_starts(
     kafka_cluster: LocalKafkaCluster, tmp_path: Path
 ) -> None:
     config = kafka_cluster.client_config()
-    topic = create_topic(config, partitions=3, prefix="window")
+    topic = create_topic(config, partitions=4, prefix="window")
     start = datetime.now(UTC).replace(microsecond=0) - timedelta(days=1)
     end = start + timedelta(minutes=1)
     ms = lambda moment: int(moment.timestamp() * 1000)  # noqa: E731
-    produce_records(config, topic, good_records(6, partitions=3, points=1), timestamp_ms=ms(start) - 30_000)
+    # partition 3 has records before the window only: idle from `since` on, it must not hold the run
+    produce_records(config, topic, good_records(8, partitions=4, points=1), timestamp_ms=ms(start) - 30_000)
     produce_records(config, topic, good_records(30, partitions=3, points=1), timestamp_ms=ms(start) + 10_000)
     # partition 2 has nothing at or after the end: it ends at its end offset once `until` has passed
     after = [(p, v, h) for p, v, h in good_records(10, partitions=2, points=1)]
@@ -208,3 +209,12 @@ def test_until_lands_the_whole_window_however_late_the_run_starts(
     stamps = pc.cast(raw.column("timestamp"), "int64").to_pylist()
     assert set(stamps) == {ms(start) + 10_000}
     assert offsets_by_partition(raw) == {p: list(range(2, 12)) for p in range(3)}
+
+    # A window ending in the near future: the run follows until then (+ the settle time), and ends
+    # idle partitions (no record at or after `until`) at their end offsets instead of waiting forever.
+    soon = datetime.now(UTC) + timedelta(seconds=3)
+    started = time.monotonic()
+    follow = land_topic(config, topic, tmp_path / "zone", until=soon, fsync=False)
+    # lands what the first run left before `soon`: the after-window records, partition 3 from its start
+    assert follow.records == 10 + 2 and follow.stop_reason.startswith("reached the first records at or after")
+    assert 3 <= time.monotonic() - started < 30
