@@ -150,7 +150,7 @@ with DAG(
         window_start="{{ " + LANDED + "['start'] }}",
         window_end="{{ " + LANDED + "['end'] }}",
         request=validated["request"],
-        client_selectors=validated["match"],
+        match=validated["match"],
     )
 
     validated >> open_subscription >> wait_for_pushes >> landed >> close_subscription >> verify

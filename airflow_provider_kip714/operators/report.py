@@ -40,7 +40,7 @@ class TroubleshootingReportOperator(BaseOperator):
     :param window_start: first instant plotted (templated; ISO string or datetime); default: everything.
     :param window_end: end of the window (exclusive).
     :param request: what was asked (selectors, metrics, interval...), shown at the top of the page.
-    :param client_selectors: KIP-714 ``selector=regex`` entries; only those clients are plotted.
+    :param match: KIP-714 ``selector=regex`` entries (the window's match); only those clients are plotted.
     :param data_dir: root of the data layout (default ``KIP714_DATA_DIR`` or the Airflow home).
     :param max_plots: bound on metric plots (metrics with anomalies first).
     """
@@ -49,7 +49,7 @@ class TroubleshootingReportOperator(BaseOperator):
         "window_start",
         "window_end",
         "request",
-        "client_selectors",
+        "match",
         "data_dir",
         "title",
     )
@@ -62,7 +62,7 @@ class TroubleshootingReportOperator(BaseOperator):
         window_start: datetime | str | None = None,
         window_end: datetime | str | None = None,
         request: Mapping[str, Any] | None = None,
-        client_selectors: Sequence[str] | Mapping[str, str] | None = None,
+        match: Sequence[str] | Mapping[str, str] | None = None,
         data_dir: str | None = None,
         title: str | None = None,
         max_plots: int = DEFAULT_MAX_PLOTS,
@@ -72,7 +72,7 @@ class TroubleshootingReportOperator(BaseOperator):
         self.window_start = window_start
         self.window_end = window_end
         self.request = request
-        self.client_selectors = client_selectors
+        self.match = match
         self.data_dir = data_dir
         self.title = title
         self.max_plots = max_plots
@@ -90,7 +90,7 @@ class TroubleshootingReportOperator(BaseOperator):
             request=dict(self.request or {}),
             window=window,
             max_plots=self.max_plots,
-            client_selectors=self.client_selectors,
+            match=self.match,
         )
         self.log.info(
             "Report written: %s (%d client(s), %d metric plot(s), %d skipped, %d anomaly(ies), %d broker(s))",

@@ -20,7 +20,13 @@ import pandas as pd
 
 from airflow_provider_kip714.analytics.plots import Series, ThresholdLine, broker_png, metric_png, write_png
 from airflow_provider_kip714.analytics.tables import read_table
-from airflow_provider_kip714.contract.selectors import RULE_SELECTORS, compile_pattern
+from airflow_provider_kip714.contract.selectors import (
+    RULE_SELECTORS,
+    MatchInput,
+    compile_pattern,
+    match_map,
+    matcher,
+)
 from airflow_provider_kip714.report import fleet_health, page
 from airflow_provider_kip714.storage.data_root import (
     RunArea,
@@ -161,27 +167,17 @@ def _client_identities(rollups: pd.DataFrame, anomalies: pd.DataFrame) -> dict[s
     return identities
 
 
-def _selected(frame: pd.DataFrame, selectors: Mapping[str, str]) -> pd.DataFrame:
-    """Rows of the clients the request targeted (whole-value regexes, like the broker's match)."""
-    if frame.empty or not selectors:
+def _selected(frame: pd.DataFrame, match: Mapping[str, str]) -> pd.DataFrame:
+    """Rows of the clients the request targeted (whole-value regexes, like the broker's match).
+
+    The tables keep no source port, so a ``client_source_port`` selector does not filter.
+    """
+    judged = {selector: pattern for selector, pattern in match.items() if selector in frame.columns}
+    if frame.empty or not judged:
         return frame
-    keep = pd.Series(True, index=frame.index)
-    for selector, pattern in selectors.items():
-        if selector not in frame.columns:
-            continue  # client_source_port: the tables keep no port
-        compiled = re.compile(pattern)
-        keep &= frame[selector].map(lambda v, c=compiled: v is not None and c.fullmatch(str(v)) is not None)
-    return frame[keep]
-
-
-def selector_map(selectors: Sequence[str] | Mapping[str, str] | None) -> dict[str, str]:
-    """``["client_id=a.*"]`` or ``{"client_id": "a.*"}`` -> ``{"client_id": "a.*"}``."""
-    if not selectors:
-        return {}
-    if isinstance(selectors, Mapping):
-        return {str(k): str(v) for k, v in selectors.items()}
-    pairs = (str(entry).partition("=") for entry in selectors)
-    return {key.strip(): pattern for key, _, pattern in pairs}
+    matches = matcher(judged)
+    identities = frame[list(judged)].to_dict("records")
+    return frame[[matches(identity) for identity in identities]]
 
 
 def _clip(
@@ -305,18 +301,18 @@ def build_report(
     window: tuple[datetime, datetime] | None = None,
     max_plots: int = DEFAULT_MAX_PLOTS,
     client_group_by: Sequence[str] = DEFAULT_CLIENT_GROUP_BY,
-    client_selectors: Sequence[str] | Mapping[str, str] | None = None,
+    match: MatchInput = None,
 ) -> ReportResult:
     """Write ``<zone>/report/report.html`` (and its plots) from ``<zone>/analytics``; replaces an old one.
 
     ``window`` limits the plotted buckets and anomalies to ``[start, end)``; ``max_plots`` bounds the
     work on big fleets (metrics with anomalies are plotted first, the rest are counted as skipped).
-    ``client_selectors`` (KIP-714 ``selector=regex``) keeps only the targeted clients' plots and anomalies;
+    ``match`` (KIP-714 ``selector=regex``) keeps only the targeted clients' plots and anomalies;
     broker health always covers the whole cluster.
     """
     if max_plots < 0:
         raise ValueError(f"max_plots: must be >= 0 (got {max_plots!r})")
-    selectors = selector_map(client_selectors)
+    selectors = match_map(match)
     rollups = read_table(zone, "rollups")
     if not rollups.empty:
         rollups = _clip(rollups[rollups["record_type"] == "client"], "bucket_start", window, "bucket_end")

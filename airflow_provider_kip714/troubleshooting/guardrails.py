@@ -18,12 +18,12 @@ pushes (tests/integration/test_capabilities_real_clients.py); a guide, not a pro
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from airflow_provider_kip714.analytics.tables import read_table
+from airflow_provider_kip714.contract.selectors import compile_pattern
 from airflow_provider_kip714.storage.data_root import RunArea
 
 log = logging.getLogger(__name__)
@@ -92,9 +92,9 @@ def _selected(library: tuple[str, str], selectors: Mapping[str, str]) -> bool:
         if not pattern:
             continue
         try:
-            if re.fullmatch(pattern, value) is None:
+            if compile_pattern(pattern).fullmatch(value) is None:
                 return False
-        except re.error:  # a Java-only regex: cannot judge here, so keep the library
+        except ValueError:  # a regex only the broker's engine takes: cannot judge here, so keep the library
             continue
     return True
 
