@@ -131,9 +131,7 @@ def write_report(area_root: Path) -> float:
     from airflow_provider_kip714.storage.data_root import RunArea
 
     began = time.perf_counter()
-    build_report(
-        RunArea(area_root), window=(WINDOW_START, WINDOW_END), client_selectors=["client_id=demo-.*"]
-    )
+    build_report(RunArea(area_root), window=(WINDOW_START, WINDOW_END), match=["client_id=demo-.*"])
     return time.perf_counter() - began
 
 
