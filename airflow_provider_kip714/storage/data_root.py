@@ -19,7 +19,6 @@ the layout is decided once:
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import functools
 import hashlib
@@ -65,20 +64,21 @@ def _object_storage_path(url: str) -> ObjectStoragePath:
     # is stdout, where it would land in the middle of the JSON that `kip714 ... --json` prints.
     with contextlib.redirect_stdout(sys.stderr):
         path = ObjectStoragePath(url)
-        if getattr(path.fs, "endpoint_url", None) and hasattr(path.fs, "connect"):  # an S3-compatible server
-            path.fs.s3.meta.events.register("before-sign.s3.DeleteObjects", _content_md5_instead_of_crc)
+    if getattr(path.fs, "endpoint_url", None) and hasattr(path.fs, "_bulk_delete"):  # S3-compatible
+        _delete_one_by_one(path.fs)
     return path
 
 
-def _content_md5_instead_of_crc(request: Any, **_: Any) -> None:
-    """DeleteObjects must carry a body checksum; botocore >= 1.36 sends CRC32, which S3-compatible
-    servers such as S3Proxy refuse (NotImplemented). Send the Content-MD5 every S3 API accepts."""
-    body = request.body if isinstance(request.body, bytes) else b""
-    for name in [
-        h for h in request.headers if h.lower().startswith(("x-amz-checksum-", "x-amz-sdk-checksum"))
-    ]:
-        del request.headers[name]
-    request.headers["Content-MD5"] = base64.b64encode(hashlib.md5(body).digest()).decode()
+def _delete_one_by_one(fs: Any) -> None:
+    """s3fs removes files with DeleteObjects (fsspec's rm, and mv = copy + rm); botocore >= 1.36 sends
+    it a CRC32 checksum that S3-compatible servers such as S3Proxy refuse. Use DeleteObject per key."""
+
+    async def bulk_delete(pathlist: list[str], **_: Any) -> list[str]:
+        for path in pathlist:
+            await fs._rm_file(path)
+        return list(pathlist)
+
+    fs._bulk_delete = bulk_delete
 
 
 def is_local(path: StoragePath) -> bool:
