@@ -50,14 +50,23 @@ with DAG(
         timeout_s=45 * 60,
         execution_timeout=timedelta(minutes=50),
     )
-    # rollups, then thresholds and anomalies, then broker health: one Spark application, one JVM start
+    # rollups, thresholds and anomalies, broker health, delivery, capabilities (the guardrail reads them):
+    # one Spark application, one JVM start
     analytics = spark_app_operator(
         task_id="analytics",
         app="pipeline",
         extra_args={"rules": str(DEFAULT_RULES), "history": "24h"},
         outlets=[
             analytics_asset(ZONE, table)
-            for table in ("rollups", "thresholds", "anomalies", "broker_metrics", "broker_client_metrics")
+            for table in (
+                "rollups",
+                "thresholds",
+                "anomalies",
+                "broker_metrics",
+                "broker_client_metrics",
+                "delivery",
+                "capabilities",
+            )
         ],
         **INTERVAL,
     )

@@ -30,7 +30,12 @@ from airflow_provider_kip714.storage.data_root import troubleshoot_area
 from airflow_provider_kip714.troubleshooting.form import troubleshoot_params
 from airflow_provider_kip714.troubleshooting.request import TroubleshootingRequest
 from airflow_provider_kip714.troubleshooting.rules import write_window_rules
-from airflow_provider_kip714.troubleshooting.window import WindowBounds, check_subscription_gone, land_window
+from airflow_provider_kip714.troubleshooting.window import (
+    WindowBounds,
+    check_subscription_gone,
+    land_window,
+    write_convergence_windows,
+)
 from spark_apps.package import DEFAULT_RULES, WINDOW_CONF
 
 LANDED = "ti.xcom_pull(task_ids='land_window')"
@@ -123,22 +128,28 @@ with DAG(
     }
 
     @task
-    def write_rules() -> str:
-        """Turn the form's per-prefix thresholds into rules for the metrics this window landed."""
+    def write_rules(window: dict[str, Any]) -> dict[str, str]:
+        """The analytics' inputs: the form's per-prefix thresholds as rules for the metrics this window
+        landed, and the window itself for the convergence step."""
         context = get_current_context()
         request = TroubleshootingRequest.from_params(context["params"])
-        path, count = write_window_rules(troubleshoot_area(context["run_id"]), request, DEFAULT_RULES)
+        area = troubleshoot_area(context["run_id"])
+        path, count = write_window_rules(area, request, DEFAULT_RULES)
         print(f"{count} static rule(s) for this window in {path}", flush=True)
-        return str(path)
+        windows = write_convergence_windows(area, window, request.metrics, request.match_map())
+        return {"rules": str(path), "windows": str(windows)}
 
-    rules = write_rules()
-    # rollups, then thresholds and anomalies, then broker health: one Spark application, one JVM start
+    rules = write_rules(open_subscription.output)
+    # rollups, thresholds and anomalies, broker health, delivery, capabilities, convergence:
+    # one Spark application, one JVM start
     analytics = spark_app_operator(
         task_id="analytics",
         app="pipeline",
         conf=WINDOW_CONF,
         extra_args={
-            "rules": "{{ ti.xcom_pull(task_ids='write_rules') }}",
+            "steps": "rollups,anomalies,broker_metrics,delivery,capabilities,convergence",
+            "rules": "{{ ti.xcom_pull(task_ids='write_rules')['rules'] }}",
+            "windows": "{{ ti.xcom_pull(task_ids='write_rules')['windows'] }}",
             "history": "1h",
             "min_history_buckets": "{{ params.baseline_min_buckets }}",
             "baseline_for": "{{ params.baseline_for_seconds }}s",

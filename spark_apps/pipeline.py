@@ -5,12 +5,13 @@
         --start 2026-01-31T13:00:00Z --end 2026-01-31T14:00:00Z --bucket 1m \\
         --rules spark_apps/rules/default_rules.json --history 24h
 
-Runs ``--steps`` (default: rollups, anomalies, broker_metrics) in order with each app's own ``run``; the
-tables, their partitions and the ``KIP714_SUMMARY`` lines are the same as when the apps run one by one,
-and each app stays runnable alone. The flags are the union of the steps' flags: each step gets the flags
-it knows among those given (shared ones, such as ``--bucket``, go to every step). Every step's flags are
-checked before Spark starts. ``--remote sc://host:port`` runs the steps on a Spark Connect server instead
-of a JVM of its own. Each step's wall time is printed as a ``KIP714_TIMING`` line.
+Runs ``--steps`` (default: rollups, anomalies, broker_metrics, delivery, capabilities) in order with
+each app's own ``run``; the tables, their partitions and the ``KIP714_SUMMARY`` lines are the same as
+when the apps run one by one, and each app stays runnable alone. The flags are the union of the steps'
+flags: each step gets the flags it knows among those given (shared ones, such as ``--bucket``, go to
+every step). Every step's flags are checked before Spark starts. ``--remote sc://host:port`` runs the
+steps on a Spark Connect server instead of a JVM of its own. Each step's wall time is printed as a
+``KIP714_TIMING`` line.
 
 A new step is a module with ``APP_NAME``, ``build_parser()``, ``check_args(argv)`` and
 ``run(argv, spark)``, added to ``STEPS`` in the order it must run.
@@ -37,9 +38,13 @@ STEPS: dict[str, str] = {
     "rollups": "rollups",
     "anomalies": "anomalies",
     "broker_metrics": "broker_metrics",
+    "delivery": "delivery",
+    "capabilities": "capabilities",
+    "convergence": "convergence",
 }
 """Step name -> module (next to this file), in the order the steps run when all are asked for."""
-DEFAULT_STEPS = tuple(STEPS)
+DEFAULT_STEPS = ("rollups", "anomalies", "broker_metrics", "delivery", "capabilities")
+"""Every step but ``convergence``, which needs ``--windows`` (the troubleshooting DAG writes it)."""
 
 
 def step_module(name: str) -> ModuleType:

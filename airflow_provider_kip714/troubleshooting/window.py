@@ -6,10 +6,12 @@ recomputed from the name and the requested length.
 
 from __future__ import annotations
 
+import json
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any, Final
 
 from airflow_provider_kip714.exceptions import Kip714Error
@@ -95,3 +97,24 @@ def check_subscription_gone(kafka_config_id: str, name: str) -> list[str]:
     if name in names:
         raise Kip714Error(f"subscription {name} is still on the cluster after the window was closed")
     return sorted(n for n in names if n.startswith("kip714-"))
+
+
+CONVERGENCE_WINDOWS_FILE: Final = "convergence-windows.json"
+
+
+def write_convergence_windows(
+    zone: RunArea, window: Mapping[str, Any], metrics: Sequence[str], match: Mapping[str, str]
+) -> Path:
+    """Write ``<zone>/convergence-windows.json`` for the convergence step: this window's subscription,
+    when it was created, what it asks for and whom it matches (``--windows`` of spark_apps/convergence.py)."""
+    bounds = WindowBounds.of_xcom(window)
+    entry = {
+        "name": str(window["name"]),
+        "subscribed_at": bounds.start.isoformat(),
+        "metrics": list(metrics),
+        "match": dict(match),
+    }
+    path = zone.root / CONVERGENCE_WINDOWS_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps([entry], indent=2) + "\n")
+    return path

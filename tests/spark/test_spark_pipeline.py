@@ -11,6 +11,7 @@ from kip714_common.errors import SparkAppInputError
 
 from airflow_provider_kip714.storage.data_root import RunArea
 from airflow_provider_kip714.troubleshooting.rules import landed_client_metric_names
+from airflow_provider_kip714.troubleshooting.window import write_convergence_windows
 
 pytestmark = pytest.mark.spark
 
@@ -27,7 +28,8 @@ def test_flags_go_to_the_steps_that_know_them(tmp_path: Path) -> None:
     argv = _argv(tmp_path, tmp_path, "--rules", str(RULES), "--history", "1h", "--throttle-ratio", "0.3")
     planned, common, remote = pipeline.plan(argv)
     steps = dict(planned)
-    assert list(steps) == ["rollups", "anomalies", "broker_metrics"] and remote is None
+    assert list(steps) == ["rollups", "anomalies", "broker_metrics", "delivery", "capabilities"]
+    assert remote is None
     assert "--rules" in steps["anomalies"] and "--rules" not in steps["rollups"]
     assert "--throttle-ratio" in steps["broker_metrics"] and "--throttle-ratio" not in steps["anomalies"]
     assert all("--bucket" in flags and "10s" in flags for flags in steps.values())
@@ -44,12 +46,23 @@ def test_a_bad_flag_of_a_later_step_fails_before_any_step_runs(tmp_path: Path) -
 
 def test_one_session_writes_every_steps_tables(tmp_path: Path, spark, capsys) -> None:  # type: ignore[no-untyped-def]
     output = tmp_path / "out"
-    summaries = pipeline.run(_argv(FIXTURE, output, "--rules", str(RULES), "--history", "1h"), spark)
-    assert list(summaries) == ["rollups", "anomalies", "broker_metrics"]
+    area = RunArea(tmp_path / "area")
+    window = {"name": "kip714-demo-exp20261122T082230Z-0a1b2c3d", "start": "2026-11-22T08:17:00+00:00"}
+    window["end"] = "2026-11-22T08:22:30+00:00"
+    windows = write_convergence_windows(area, window, ["org.apache.kafka."], {"client_id": "demo-.*"})
+    steps = ",".join(pipeline.STEPS)  # every step, as the troubleshooting DAG runs them
+    argv = _argv(
+        FIXTURE, output, "--rules", str(RULES), "--history", "1h", "--steps", steps, "--windows", str(windows)
+    )
+    summaries = pipeline.run(argv, spark)
+    assert list(summaries) == list(pipeline.STEPS)
     rollups = summaries["rollups"].tables["rollups"]  # type: ignore[attr-defined]
     assert rollups["rows"] > 0 and summaries["rollups"].notes["null_metric_name_points"] == 0  # type: ignore[attr-defined]
-    for table in ("rollups", "thresholds", "anomalies", "broker_metrics", "broker_client_metrics"):
+    tables = ("rollups", "thresholds", "anomalies", "broker_metrics", "broker_client_metrics", "delivery")
+    for table in (*tables, "capabilities", "convergence"):
         assert (output / table).is_dir(), table
+    converged = spark.read.parquet(str(output / "convergence")).collect()
+    assert converged and {row["subscription_name"] for row in converged} == {window["name"]}
     timings = [
         json.loads(line.split(" ", 1)[1])
         for line in capsys.readouterr().out.splitlines()
@@ -59,7 +72,5 @@ def test_one_session_writes_every_steps_tables(tmp_path: Path, spark, capsys) ->
     assert {"session", "rollups", "anomalies", "broker_metrics", "total", "jvm", "input"} <= phases
     # the rules the DAG writes before the pipeline name the metrics the pipeline then rolls up
     rolled = {r["metric_name"] for r in spark.read.parquet(str(output / "rollups")).collect()}
-    area = RunArea(tmp_path / "area")
-    (area.root).mkdir()
     (area.root / "landing").symlink_to(FIXTURE)
     assert landed_client_metric_names(area) == sorted(rolled)
