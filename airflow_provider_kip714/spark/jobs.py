@@ -15,6 +15,7 @@ and the ``spark.hadoop.fs.s3a.*`` settings built from that Airflow connection. T
 from __future__ import annotations
 
 import os
+import re
 import sys
 import tempfile
 from collections.abc import Mapping, Sequence
@@ -45,6 +46,7 @@ SPARK_CONF = {
 ASSET_GROUP = "kip714"
 EXTRA_CLASSPATH_ENV = "KIP714_SPARK_EXTRA_CLASSPATH"
 _ROOT_FLAGS = frozenset({"--input", "--output"})
+_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 
 
 def common_zip() -> str:
@@ -94,8 +96,8 @@ def storage_arguments(args: Sequence[str]) -> tuple[list[str], dict[str, str]]:
             if not is_local(root):
                 rewritten[index] = spark_uri(root)
                 conf.update(spark_storage_conf(root))
-        elif rewritten[index - 1] == "--rules":
-            rewritten[index] = local_copy(rewritten[index])
+        elif rewritten[index - 1].startswith("--") and _URL.match(rewritten[index]):
+            rewritten[index] = local_copy(rewritten[index])  # --rules, --windows, ...: files the driver reads
     classpath = extra_classpath()
     if classpath:
         conf["spark.driver.extraClassPath"] = classpath
@@ -104,10 +106,10 @@ def storage_arguments(args: Sequence[str]) -> tuple[list[str], dict[str, str]]:
 
 
 def local_copy(location: str) -> str:
-    """A rules file on object storage, copied to a local temp file: the driver (client mode) reads it."""
+    """A file the driver reads (rules, windows) on object storage, copied to a local temp file."""
     source = as_storage_path(location)
     if is_local(source):
-        return location
+        return str(source)
     handle, name = tempfile.mkstemp(prefix="kip714-rules-", suffix=".json")
     with os.fdopen(handle, "wb") as target:
         target.write(source.read_bytes())

@@ -82,3 +82,13 @@ def test_local_roots_need_no_storage_settings(monkeypatch: pytest.MonkeyPatch) -
     args, conf = storage_arguments(["--input", "/data/landing", "--output", "/data/analytics"])
     assert args == ["--input", "/data/landing", "--output", "/data/analytics"]
     assert not any(key.startswith("spark.hadoop.fs.s3a") for key in conf)
+
+
+def test_files_the_driver_reads_are_copied_from_object_storage(tmp_path: Path) -> None:
+    """--rules and --windows name files the driver opens itself: a local path stays, a URL is copied."""
+    local = tmp_path / "rules.json"
+    local.write_text("{}")
+    args, _ = storage_arguments(["--rules", str(local), "--bucket", "1m"])
+    assert args == ["--rules", str(local), "--bucket", "1m"]
+    args, _ = storage_arguments(["--windows", f"file://{local}"])
+    assert Path(args[1]).read_text() == "{}"
