@@ -27,7 +27,7 @@ from airflow_provider_kip714.triggers.telemetry_arrival import (
 )
 
 
-def subscription_selectors(kafka_config_id: str, name: str) -> list[str]:
+def subscription_match(kafka_config_id: str, name: str) -> list[str]:
     """The ``match`` of an existing subscription, as ``selector=regex`` strings."""
     from airflow_provider_kip714.hooks.client_metrics import ClientMetricsHook
 
@@ -68,10 +68,10 @@ def _seconds(field: str, value: object) -> float:
 class ClientTelemetryArrivalSensor(BaseSensorOperator):
     """Succeed once telemetry from ``min_clients`` matching clients arrived after ``since``.
 
-    :param selectors: KIP-714 selectors: ``{"client_id": "orders-.*"}``,
+    :param match: KIP-714 selectors: ``{"client_id": "orders-.*"}``,
         ``"client_id=a.*,client_software_name=j.*"`` or a list of ``selector=regex``;
         every regex must match the whole value. Empty = any client.
-    :param subscription_name: instead of ``selectors``, reuse this subscription's ``match``.
+    :param subscription_name: instead of ``match``, reuse this subscription's ``match``.
     :param since: only records at or after this time (templated; ISO string or datetime; default: task start).
     :param min_clients: distinct client instances to wait for.
     :param kafka_config_id: Airflow ``kafka`` connection (librdkafka extra).
@@ -83,7 +83,7 @@ class ClientTelemetryArrivalSensor(BaseSensorOperator):
     """
 
     template_fields: Sequence[str] = (
-        "selectors",
+        "match",
         "subscription_name",
         "since",
         "kafka_config_id",
@@ -95,7 +95,7 @@ class ClientTelemetryArrivalSensor(BaseSensorOperator):
     def __init__(
         self,
         *,
-        selectors: Mapping[str, str] | Sequence[str] | str | None = None,
+        match: Mapping[str, str] | Sequence[str] | str | None = None,
         subscription_name: str | None = None,
         since: datetime | str | None = None,
         min_clients: int | str = 1,
@@ -109,11 +109,11 @@ class ClientTelemetryArrivalSensor(BaseSensorOperator):
         # A template string cannot pass the base class's numeric check: validate it once rendered.
         super().__init__(timeout=timeout if not isinstance(timeout, str) else 600, **kwargs)
         self.timeout = timeout
-        if selectors is not None and subscription_name is not None:
-            raise Kip714Error("selectors: give either selectors or subscription_name, not both")
+        if match is not None and subscription_name is not None:
+            raise Kip714Error("match: give either match or subscription_name, not both")
         if not isinstance(min_clients, str):
             _whole_number("min_clients", min_clients, low=1)
-        self.selectors = selectors
+        self.match = match
         self.subscription_name = subscription_name
         self.since = since
         self.min_clients = min_clients
@@ -122,10 +122,10 @@ class ClientTelemetryArrivalSensor(BaseSensorOperator):
         self.deferrable = deferrable
         self._watch: ArrivalWatch | None = None
 
-    def resolved_selectors(self) -> list[str]:
+    def resolved_match(self) -> list[str]:
         if self.subscription_name:
-            return subscription_selectors(self.kafka_config_id, self.subscription_name)
-        return [selector.render() for selector in parse_match(self.selectors)]
+            return subscription_match(self.kafka_config_id, self.subscription_name)
+        return [selector.render() for selector in parse_match(self.match)]
 
     def _rendered_limits(self) -> None:
         """``min_clients`` >= 1 and ``timeout`` >= 0 seconds, finite, after templating."""
@@ -134,7 +134,7 @@ class ClientTelemetryArrivalSensor(BaseSensorOperator):
 
     def execute(self, context: Any) -> Any:
         self._rendered_limits()
-        selectors = self.resolved_selectors()
+        selectors = self.resolved_match()
         since = _to_datetime(self.since)
         self.log.info(
             "Waiting for telemetry from %d client(s) matching %s since %s on %s",
@@ -150,7 +150,7 @@ class ClientTelemetryArrivalSensor(BaseSensorOperator):
         deadline = datetime.now(UTC) + timedelta(seconds=float(self.timeout))
         self.defer(
             trigger=ClientTelemetryArrivalTrigger(
-                selectors=selectors,
+                match=selectors,
                 since_ms=int(since.timestamp() * 1000),
                 deadline_ms=int(deadline.timestamp() * 1000),
                 kafka_config_id=self.kafka_config_id,
@@ -165,7 +165,7 @@ class ClientTelemetryArrivalSensor(BaseSensorOperator):
         """Scan from ``since`` up to the end offsets read now (used when ``deferrable=False``)."""
         from airflow_provider_kip714.hooks.telemetry_topic import TelemetryTopicHook
 
-        selectors = self.resolved_selectors()
+        selectors = self.resolved_match()
         since = _to_datetime(self.since)
         watch = ArrivalWatch(selectors, int(since.timestamp() * 1000))
         hook = TelemetryTopicHook(kafka_config_id=self.kafka_config_id, topic=self.topic)
@@ -185,7 +185,7 @@ class ClientTelemetryArrivalSensor(BaseSensorOperator):
                 client["client_instance_id"],
                 client["first_seen"],
             )
-        return {"selectors": selectors, "clients": clients}
+        return {"match": selectors, "clients": clients}
 
     def execute_complete(self, context: Any, event: dict[str, Any] | None = None) -> dict[str, Any]:
         self._rendered_limits()
@@ -193,11 +193,11 @@ class ClientTelemetryArrivalSensor(BaseSensorOperator):
         status = event.get("status")
         clients = event.get("clients", [])
         if status == STATUS_ARRIVED:
-            return self._result(event.get("selectors", []), clients)
+            return self._result(event.get("match", []), clients)
         if status == STATUS_TIMEOUT:
             message = (
                 f"Timed out after {self.timeout}s waiting for {self.min_clients} client(s) matching "
-                f"{event.get('selectors') or 'any client'} on {self.topic}; saw {len(clients)}"
+                f"{event.get('match') or 'any client'} on {self.topic}; saw {len(clients)}"
             )
             if self.soft_fail:
                 raise AirflowSkipException(message)

@@ -77,8 +77,8 @@ class ClientSelectorMatcher:
 class ArrivalWatch:
     """Remember the matching clients among scanned records; shared by the sensor and the trigger."""
 
-    def __init__(self, selectors: Sequence[str], since_ms: int) -> None:
-        self.matcher = ClientSelectorMatcher(parse_match(list(selectors)))
+    def __init__(self, match: Sequence[str], since_ms: int) -> None:
+        self.matcher = ClientSelectorMatcher(parse_match(list(match)))
         self.since_ms = since_ms
         self.seen: dict[str, SeenClient] = {}
 
@@ -131,7 +131,7 @@ def open_arrival_consumer(
 class ClientTelemetryArrivalTrigger(BaseTrigger):
     """Fire when ``min_clients`` distinct matching clients pushed telemetry at or after ``since_ms``.
 
-    :param selectors: ``selector=regex`` strings (the six KIP-714 selectors; all must match).
+    :param match: ``selector=regex`` strings (the six KIP-714 selectors; all must match).
     :param since_ms: epoch milliseconds; older records are ignored.
     :param deadline_ms: epoch milliseconds after which the trigger fires with status ``timeout``.
     :param kafka_config_id: Airflow ``kafka`` connection (librdkafka extra).
@@ -142,7 +142,7 @@ class ClientTelemetryArrivalTrigger(BaseTrigger):
 
     def __init__(
         self,
-        selectors: Sequence[str],
+        match: Sequence[str],
         since_ms: int,
         deadline_ms: int,
         kafka_config_id: str = "kafka_default",
@@ -151,9 +151,9 @@ class ClientTelemetryArrivalTrigger(BaseTrigger):
         poll_interval: float = 1.0,
     ) -> None:
         super().__init__()
-        ClientSelectorMatcher(parse_match(list(selectors)))  # refuse bad selectors before deferring
+        ClientSelectorMatcher(parse_match(list(match)))  # refuse bad selectors before deferring
         reader.check_duration("poll_interval", poll_interval, allow_none=False)
-        self.selectors = list(selectors)
+        self.match = list(match)
         self.since_ms = int(since_ms)
         self.deadline_ms = int(deadline_ms)
         self.kafka_config_id = kafka_config_id
@@ -169,7 +169,7 @@ class ClientTelemetryArrivalTrigger(BaseTrigger):
         return (
             f"{type(self).__module__}.{type(self).__qualname__}",
             {
-                "selectors": self.selectors,
+                "match": self.match,
                 "since_ms": self.since_ms,
                 "deadline_ms": self.deadline_ms,
                 "kafka_config_id": self.kafka_config_id,
@@ -189,7 +189,7 @@ class ClientTelemetryArrivalTrigger(BaseTrigger):
         return TriggerEvent(
             {
                 "status": status,
-                "selectors": self.selectors,
+                "match": self.match,
                 "clients": watch.clients(),
                 "topic": self.topic,
                 **extra,
@@ -203,7 +203,7 @@ class ClientTelemetryArrivalTrigger(BaseTrigger):
         return await asyncio.wrap_future(self._thread.submit(fn, *args))
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
-        watch = ArrivalWatch(self.selectors, self.since_ms)
+        watch = ArrivalWatch(self.match, self.since_ms)
         try:
             try:
                 self._consumer = await self._on_thread(self._open)

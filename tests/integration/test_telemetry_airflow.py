@@ -78,7 +78,7 @@ def test_arrival_sensor_fires_when_matching_clients_push(
     assert summary["state"] == "success", output[-3000:]
     seen = summary["xcom"]["wait_for_clients"]
     seen = json.loads(seen) if isinstance(seen, str) else seen
-    assert seen["selectors"] == [f"client_id={prefix}-.*"]
+    assert seen["match"] == [f"client_id={prefix}-.*"]
     by_id = {client["client_id"]: client for client in seen["clients"]}
     assert set(by_id) <= {f"{prefix}-producer", f"{prefix}-consumer"} and by_id
     assert all(client["client_software_name"] == "confluent-kafka-python" for client in by_id.values())

@@ -37,14 +37,14 @@ async def first_event(trigger: ClientTelemetryArrivalTrigger) -> dict:
 
 def test_trigger_round_trips_and_refuses_bad_selectors() -> None:
     trigger = ClientTelemetryArrivalTrigger(
-        selectors=["client_id=orders-.*"], since_ms=1, deadline_ms=2, topic="t", min_clients=2
+        match=["client_id=orders-.*"], since_ms=1, deadline_ms=2, topic="t", min_clients=2
     )
     classpath, kwargs = trigger.serialize()
     module_name, _, class_name = classpath.rpartition(".")
     rebuilt = getattr(importlib.import_module(module_name), class_name)(**json.loads(json.dumps(kwargs)))
     assert rebuilt.serialize() == (classpath, kwargs)
     with pytest.raises(SubscriptionValidationError, match="unknown selector"):
-        ClientTelemetryArrivalTrigger(selectors=["client_name=x"], since_ms=1, deadline_ms=2)
+        ClientTelemetryArrivalTrigger(match=["client_name=x"], since_ms=1, deadline_ms=2)
 
 
 def test_trigger_reports_matching_clients_only_and_closes_its_consumer(
@@ -81,7 +81,7 @@ def test_trigger_reports_matching_clients_only_and_closes_its_consumer(
         "poll_interval": 0.5,
     }
     arrived = ClientTelemetryArrivalTrigger(
-        selectors=[f"client_id={prefix}-orders-.*"],
+        match=[f"client_id={prefix}-orders-.*"],
         deadline_ms=int((time.time() + 60) * 1000),
         min_clients=2,
         **common,
@@ -96,7 +96,7 @@ def test_trigger_reports_matching_clients_only_and_closes_its_consumer(
     assert arrived._consumer is None  # closed by cleanup
 
     two_selectors = ClientTelemetryArrivalTrigger(
-        selectors=[f"client_id={prefix}-orders-.*", "client_software_name=apache-kafka-java"],
+        match=[f"client_id={prefix}-orders-.*", "client_software_name=apache-kafka-java"],
         deadline_ms=int((time.time() + 60) * 1000),
         **common,
     )
@@ -104,7 +104,7 @@ def test_trigger_reports_matching_clients_only_and_closes_its_consumer(
     assert [c["client_id"] for c in event["clients"]] == [f"{prefix}-orders-1"]
 
     nobody = ClientTelemetryArrivalTrigger(
-        selectors=[f"client_id={prefix}-old"], deadline_ms=int((time.time() + 3) * 1000), **common
+        match=[f"client_id={prefix}-old"], deadline_ms=int((time.time() + 3) * 1000), **common
     )
     event = asyncio.run(first_event(nobody))
     assert event["status"] == "timeout" and event["clients"] == []
@@ -130,7 +130,7 @@ def test_sensor_poke_mode_scans_from_since(
     def sensor(selectors: dict[str, str]) -> ClientTelemetryArrivalSensor:
         return ClientTelemetryArrivalSensor(
             task_id=f"poke_{uuid.uuid4().hex[:6]}",
-            selectors=selectors,
+            match=selectors,
             since=since.isoformat(),
             kafka_config_id="kafka_poke_test",
             topic=topic,
@@ -159,7 +159,7 @@ def test_catastrophic_regex_does_not_stall_the_event_loop(
         [(0, producer_like_payload(1), headers_for(hostile, "AAAAAAAAAAAAAAAAAAAABg", "x"))] * 3,
     )
     trigger = ClientTelemetryArrivalTrigger(
-        selectors=["client_id=(a+)+$"],
+        match=["client_id=(a+)+$"],
         since_ms=0,
         deadline_ms=int((time.time() + 4) * 1000),
         kafka_config_id="kafka_redos_test",
@@ -199,7 +199,7 @@ def test_selector_regexes_match_whole_values_and_refuse_what_re2_cannot_run() ->
         watch.observe_record(headers, 1)
         assert (f"id-{client_id}" in watch.seen) is seen, client_id
     with pytest.raises(Kip714Error, match="linear-time matcher"):
-        ClientTelemetryArrivalTrigger(selectors=["client_id=(a)\\1"], since_ms=1, deadline_ms=2)
+        ClientTelemetryArrivalTrigger(match=["client_id=(a)\\1"], since_ms=1, deadline_ms=2)
 
 
 def test_cancelling_mid_consume_closes_the_consumer_on_its_thread_after_consume_returns(
@@ -239,7 +239,7 @@ def test_cancelling_mid_consume_closes_the_consumer_on_its_thread_after_consume_
             return consumer
 
     trigger = Instrumented(
-        selectors=[], since_ms=0, deadline_ms=int((time.time() + 60) * 1000), topic=topic, poll_interval=3.0
+        match=[], since_ms=0, deadline_ms=int((time.time() + 60) * 1000), topic=topic, poll_interval=3.0
     )
 
     async def cancel_mid_consume() -> None:

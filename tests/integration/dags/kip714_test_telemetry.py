@@ -1,6 +1,6 @@
 """Test DAGs for telemetry: the arrival sensor and the landing operator (parameters from the environment).
 
-KIP714_TEST_ARRIVAL_MATCH (selectors), KIP714_TEST_ARRIVAL_SUBSCRIPTION (reuse a subscription's match),
+KIP714_TEST_ARRIVAL_MATCH (match), KIP714_TEST_ARRIVAL_SUBSCRIPTION (reuse a subscription's match),
 KIP714_TEST_ARRIVAL_TIMEOUT_S, KIP714_TEST_LAND_OUT (landing zone), KIP714_TEST_TOPIC.
 """
 
@@ -21,7 +21,7 @@ with DAG(
 ) as arrival_dag:
     ClientTelemetryArrivalSensor(
         task_id="wait_for_clients",
-        selectors=os.environ.get("KIP714_TEST_ARRIVAL_MATCH") or None,
+        match=os.environ.get("KIP714_TEST_ARRIVAL_MATCH") or None,
         subscription_name=os.environ.get("KIP714_TEST_ARRIVAL_SUBSCRIPTION") or None,
         since="{{ dag_run.start_date.isoformat() }}",
         topic=TOPIC,
