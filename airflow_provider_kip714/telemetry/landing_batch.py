@@ -7,13 +7,13 @@ runs on a staging thread: decode, build the raw and quarantine tables, write tem
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 import pyarrow as pa
 
 from airflow_provider_kip714.contract.landing_schema import QUARANTINE_SCHEMA, RAW_SCHEMA, STRING_MAP
 from airflow_provider_kip714.decoding.decoder import TopicRecord, ValueFormat, decode_batch
-from airflow_provider_kip714.decoding.header_sets import HeaderSets
+from airflow_provider_kip714.decoding.header_sets import Headers, HeaderSets
 from airflow_provider_kip714.telemetry.landing_zone import ChunkId, LandingZone, StagedChunk
 
 
@@ -135,6 +135,21 @@ class PartitionBatch:
         self.timestamps.append(timestamp_ms)
         self.keys.append(key)
         self.values.append(value)
+
+    def extend(
+        self,
+        offsets: Iterable[int],
+        timestamps_ms: Iterable[int],
+        keys: Iterable[bytes | None],
+        header_lists: Sequence[Headers],
+        values: Iterable[bytes | None],
+    ) -> None:
+        """``append`` for many consecutive records given as columns (the consumer's bulk path)."""
+        self.header_index.extend(self._interned.slots_by_value(header_lists))
+        self.offsets.extend(offsets)
+        self.timestamps.extend(timestamps_ms)
+        self.keys.extend(keys)
+        self.values.extend(values)
 
     def records(self) -> list[TopicRecord]:
         topic, partition, header_sets = self.topic, self.partition, self.header_sets
