@@ -19,6 +19,7 @@ from typing import Any
 from airflow_provider_kip714.contract.topic import DEFAULT_TELEMETRY_TOPIC
 from airflow_provider_kip714.decoding.decoder import VALUE_FORMATS
 from airflow_provider_kip714.exceptions import Kip714Error
+from airflow_provider_kip714.storage.data_root import checked_location
 from airflow_provider_kip714.subscriptions.kafka_python_config import (
     java_client_properties_to_extra,
     read_java_properties,
@@ -165,6 +166,7 @@ def _check_seconds(args: argparse.Namespace, *flags: str) -> None:
 def _run_land(args: argparse.Namespace) -> int:
     _check_seconds(args, "--timeout-s", "--chunk-interval-s", "--metadata-timeout-s")
     _quiet_client_logs(args)
+    out = checked_location(args.out, "--out")  # before any connection: a bad place loses nothing
     config, conn_id = client_config_from_args(args)
     if conn_id is not None:
         config = _hook(args).client_config()
@@ -172,7 +174,7 @@ def _run_land(args: argparse.Namespace) -> int:
     result = land_topic(
         config,
         args.topic,
-        args.out,
+        out,
         max_records=args.max_records,
         timeout_s=args.timeout_s,
         follow=args.follow,

@@ -29,6 +29,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
 
+from airflow_provider_kip714.exceptions import Kip714Error
+
 if TYPE_CHECKING:
     import pyarrow.fs
     from airflow.sdk import ObjectStoragePath
@@ -40,6 +42,60 @@ _SLUG_LENGTH = 80
 _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 StoragePath: TypeAlias = "Path | ObjectStoragePath"
 """A local ``Path`` or an Airflow ``ObjectStoragePath`` (both support ``/``, ``exists``, ``open``)."""
+
+
+class StorageLocationError(Kip714Error, ValueError):
+    """A data root or landing zone location that cannot hold the provider's files."""
+
+
+def checked_location(value: str | os.PathLike[str] | StoragePath, field: str) -> StoragePath:
+    """``value`` as a storage path, refused in one line naming ``field`` when it cannot hold a zone.
+
+    Refused: an empty value, the filesystem root, an existing file, an object-store URL without a
+    bucket, and a URL naming an Airflow connection that does not exist (``ObjectStoragePath`` would
+    fall back to anonymous access to the public cloud).
+    """
+    if isinstance(value, str):
+        text = value.strip()
+        if not text:
+            raise StorageLocationError(f"{field}: must be a directory or an object-store URL, got ''")
+        url = _URL.match(text) and not text.startswith("file://")
+        if url:
+            _check_url(text, field)
+    location = as_storage_path(value)
+    if isinstance(location, Path):
+        resolved = location.resolve()
+        if resolved == Path(resolved.anchor):
+            raise StorageLocationError(f"{field}: must not be the filesystem root ({value!s})")
+        if resolved.exists() and not resolved.is_dir():
+            raise StorageLocationError(f"{field}: {resolved} is a file, not a directory")
+    return location
+
+
+_OBJECT_URL = re.compile(
+    r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*)://(?:(?P<conn>[^@/]+)@)?(?P<bucket>[^/]*)(?P<rest>/.*)?$"
+)
+
+
+def _check_url(url: str, field: str) -> None:
+    parts = _OBJECT_URL.match(url)
+    if parts is None or not parts["bucket"]:
+        raise StorageLocationError(
+            f"{field}: an object-store URL needs a bucket: <scheme>://<conn_id>@bucket/prefix, got {url!r}"
+        )
+    conn_id = parts["conn"]
+    if conn_id is None:
+        return  # the scheme's default connection (aws_default for s3), as ObjectStoragePath does
+    from airflow.exceptions import AirflowNotFoundException
+    from airflow.sdk import BaseHook
+
+    try:
+        with contextlib.redirect_stdout(sys.stderr):
+            BaseHook.get_connection(conn_id)
+    except AirflowNotFoundException:
+        raise StorageLocationError(f"{field}: no Airflow connection {conn_id!r} (named in {url!r})") from None
+    except Exception as err:  # the metadata DB or secrets backend cannot be read here
+        raise StorageLocationError(f"{field}: cannot read Airflow connection {conn_id!r}: {err}") from None
 
 
 def as_storage_path(value: str | os.PathLike[str] | StoragePath) -> StoragePath:
@@ -132,7 +188,7 @@ def spark_storage_conf(path: StoragePath) -> dict[str, str]:
 def data_root() -> StoragePath:
     configured = os.environ.get(DATA_DIR_ENV) or _configured_data_dir()
     if configured:
-        return as_storage_path(configured)
+        return checked_location(configured, DATA_DIR_ENV)
     airflow_home = os.environ.get("AIRFLOW_HOME")
     base = Path(airflow_home).expanduser() if airflow_home else Path.home() / ".local" / "share"
     return base / "kip714-data"

@@ -47,7 +47,7 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from airflow_provider_kip714.exceptions import LandingError
-from airflow_provider_kip714.storage.data_root import StoragePath, as_storage_path, fsspec_location
+from airflow_provider_kip714.storage.data_root import StoragePath, checked_location, fsspec_location
 from airflow_provider_kip714.telemetry.lease import ZoneLease, fresh
 
 log = logging.getLogger(__name__)
@@ -131,7 +131,7 @@ class LandingZone:
     """Paths and the write/recover protocol of one landing zone (local folder or object-store prefix)."""
 
     def __init__(self, root: str | os.PathLike[str] | StoragePath, topic: str, *, fsync: bool = True) -> None:
-        self.root = as_storage_path(root)
+        self.root = checked_location(root, "out_dir")
         self.topic = topic
         self.fsync = fsync
         self.fs, self.path = fsspec_location(self.root)
