@@ -68,6 +68,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         format="%(asctime)s %(levelname)s %(message)s",
         stream=sys.stderr,
     )
+    if not args.verbose:
+        # Airflow announces its config and timezone at INFO whenever a command touches a setting or a
+        # connection; without -v only the command's own lines (and a one-line error) reach stderr.
+        logging.getLogger("airflow").setLevel(logging.WARNING)
     try:
         return int(args.func(args) or 0)
     except Kip714Error as err:
