@@ -30,12 +30,13 @@ from airflow_provider_kip714.subscriptions.admin import ClientMetricsAdmin
 from airflow_provider_kip714.subscriptions.kafka_python_config import to_kafka_python_kwargs
 from airflow_provider_kip714.subscriptions.model import Subscription, parse_match
 from kip714_dev.airflow_standalone import airflow_environment
+from kip714_dev.demo.broker_failure import BrokerFailure, fail_a_broker_mid_window
 from kip714_dev.demo.fleet import DEMO_TELEMETRY_MAX_BYTES, ClientFleet, default_fleet, expected_pushers
 from kip714_dev.demo.summary import anomaly_lines, convergence_lines, silent_lines, telemetry_seen
 from kip714_dev.demo.topology import demo_topology
+from kip714_dev.local_kafka.brokers import cluster_status, stop_cluster
 from kip714_dev.local_kafka.cluster import LocalKafkaCluster
 from kip714_dev.local_kafka.cluster_factory import LocalKafkaClusterFactory
-from kip714_dev.local_kafka.launcher import broker_status, stop_broker
 
 log = logging.getLogger("kip714.demo")
 
@@ -44,6 +45,7 @@ STANDING_SUBSCRIPTION = "kip714-demo-standing-reask"
 FLEET_MATCH = "client_id=demo-.*"
 SLOW_CONSUMER_MATCH = "demo-audit-consumer-.*"
 KAFKA_DIR_NAME = "kafka"
+CLUSTER_BROKERS = 3
 
 
 def default_demo_dir() -> Path:
@@ -91,14 +93,15 @@ def _admin(bootstrap: str) -> ClientMetricsAdmin:
 
 
 def _stop_leftover(kafka_dir: Path) -> None:
-    if kafka_dir.exists() and broker_status(kafka_dir) is not None:
-        print(f"  stopping the broker a previous demo left running in {kafka_dir}")
-        stop_broker(kafka_dir, 30)
+    if kafka_dir.exists() and any(state for _, state in cluster_status(kafka_dir)):
+        print(f"  stopping the brokers a previous demo left running in {kafka_dir}")
+        stop_cluster(kafka_dir, 30)
 
 
-def _start_kafka(work_dir: Path) -> LocalKafkaCluster:
+def _start_kafka(work_dir: Path, brokers: int) -> LocalKafkaCluster:
     cluster = LocalKafkaClusterFactory(work_dir).start(
         name=KAFKA_DIR_NAME,
+        brokers=brokers,
         sasl_users={},
         broker_metrics_interval_ms=10_000,
         telemetry_max_bytes=DEMO_TELEMETRY_MAX_BYTES,  # too small for the Java producer: a silent client
@@ -214,8 +217,9 @@ def run_demo(settings: DemoSettings) -> int:
             airflow_home.mkdir(parents=True, exist_ok=True)
             os.environ[DATA_DIR_ENV] = str(data_dir)
 
-        with steps.step("Starting Apache Kafka with the KIP-714 broker plugin"):
-            cluster = _start_kafka(work)
+        brokers = CLUSTER_BROKERS if settings.topology == "cluster" else 1
+        with steps.step(f"Starting Apache Kafka ({brokers} broker(s)) with the KIP-714 broker plugin"):
+            cluster = _start_kafka(work, brokers)
             bootstrap = cluster.bootstrap_servers
             print(f"  Apache Kafka {cluster.kafka_version} at {bootstrap}; log {cluster.log_path}")
 
@@ -275,7 +279,11 @@ def run_demo(settings: DemoSettings) -> int:
         with steps.step("Airflow metadata database (SQLite)"):
             _airflow(env, "db", "migrate", title="airflow db migrate")
 
+        failure: BrokerFailure | None = None
         with steps.step(f"kip714_troubleshoot on the slow consumer ({settings.window_s} s window)"):
+            if settings.topology == "cluster":
+                admin = stack.enter_context(_admin(bootstrap))
+                _failing, failure = fail_a_broker_mid_window(cluster, admin, settings.window_s)
             conf = troubleshoot_conf(settings)
             _airflow(
                 env,
@@ -301,6 +309,9 @@ def run_demo(settings: DemoSettings) -> int:
             if report is None or not report.is_file():
                 raise Kip714Error(f"no troubleshooting report under {topology.data_root}/troubleshoot")
             print(f"  Troubleshooting report: {report}")
+            if failure is not None:
+                for line in failure.lines(zones[0], cluster.telemetry_topic):
+                    print(f"  {line}")
             fleet_report = build_report(
                 scheduled_area(),
                 title="KIP-714 fleet report (kip714_rollups)",
