@@ -86,18 +86,15 @@ def landed_client_metric_names(zone: RunArea) -> list[str]:
     """
     import pyarrow.compute as pc
     import pyarrow.dataset as ds
-    import pyarrow.fs as pafs
 
-    from airflow_provider_kip714.storage.data_root import arrow_location
+    from airflow_provider_kip714.contract.topic import DEFAULT_TELEMETRY_TOPIC
+    from airflow_provider_kip714.telemetry.landing_zone import LandingZone
 
-    filesystem, where = arrow_location(zone.landing / "datapoints")
-    if filesystem.get_file_info(where).type != pafs.FileType.Directory:
+    # Committed chunks only (the landing zone's protocol); the topic name plays no part in reading.
+    filesystem, files = LandingZone(zone.landing, DEFAULT_TELEMETRY_TOPIC).arrow_files("datapoints")
+    if not files:
         return []
-    dataset = ds.dataset(
-        where, filesystem=filesystem, format="parquet", partitioning="hive", ignore_prefixes=[".", "_"]
-    )
-    if not dataset.files:
-        return []
+    dataset = ds.dataset(files, filesystem=filesystem, format="parquet")
     names = dataset.to_table(columns=["metric_name"], filter=ds.field("record_type") == "client")
     return sorted({normalise_metric_prefix(v) for v in pc.unique(names["metric_name"]).to_pylist() if v})
 
