@@ -35,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "unit"))
 
 from otlp_payloads import client_headers, producer_like_payload
 
-from airflow_provider_kip714.telemetry.landing import land_topic
+from airflow_provider_kip714.telemetry.landing import CONSUME_BATCH, land_topic
 
 
 @contextlib.contextmanager
@@ -88,14 +88,21 @@ def cpu_seconds() -> float:
 
 
 def baseline_consume(
-    bootstrap: str, topic: str, records: int, partitions: int, *, read_everything: bool = False
+    bootstrap: str,
+    topic: str,
+    records: int,
+    partitions: int,
+    *,
+    read_everything: bool = False,
+    batch: int = CONSUME_BATCH,
 ) -> tuple[float, float]:
     """The bare consume loop (each message's value only); returns (wall seconds, CPU seconds).
 
     ``read_everything`` makes it the floor: it also reads every other field landing keeps of a
     record (topic, partition, offset, timestamp, key, headers), and nothing more. That is the least
     any landing built on confluent-kafka's Python API has to do per record, since the topic contract
-    puts a record's labels in its headers.
+    puts a record's labels in its headers. ``batch`` messages per consume() call, landing's own by
+    default: the CPU per record depends on it (about 3x between 100 and 2,000 on this machine).
     """
     consumer = Consumer(
         {
@@ -111,7 +118,7 @@ def baseline_consume(
     seen = 0
     size = 0
     while seen < records:
-        for message in consumer.consume(num_messages=2000, timeout=1.0):
+        for message in consumer.consume(num_messages=batch, timeout=1.0):
             if message.error() is None:
                 size += len(message.value())
                 seen += 1
@@ -188,24 +195,36 @@ def main() -> None:
     parser.add_argument("--workers", type=int, help="landing staging threads (default: up to 2)")
     parser.add_argument("--no-fsync", action="store_true", help="land without fsync (default: fsync on)")
     parser.add_argument("--rounds", type=int, default=1, help="floor-then-landing pairs on the same topic")
+    parser.add_argument(
+        "--floor-batch",
+        type=int,
+        default=CONSUME_BATCH,
+        help=f"messages per consume() call, floor and baseline loops (default: landing's, {CONSUME_BATCH})",
+    )
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
     records = args.records
 
     with broker(args.bootstrap_server) as bootstrap:
         topic = fill_topic(bootstrap, records, args.partitions, args.points_per_record)
-        baseline_consume(bootstrap, topic, min(records, 20_000), args.partitions)  # warm the page cache
-        baseline_s, baseline_cpu = baseline_consume(bootstrap, topic, records, args.partitions)
+        warm = min(records, 20_000)
+        baseline_consume(bootstrap, topic, warm, args.partitions, batch=args.floor_batch)  # page cache
+        baseline_s, baseline_cpu = baseline_consume(
+            bootstrap, topic, records, args.partitions, batch=args.floor_batch
+        )
         print(
             f"records={records} partitions={args.partitions} points/record={args.points_per_record} "
-            f"fsync={'off' if args.no_fsync else 'on'} staging threads={args.workers or 'default (2)'}"
+            f"fsync={'off' if args.no_fsync else 'on'} staging threads={args.workers or 'default (2)'} "
+            f"consume batch: landing {CONSUME_BATCH}, floor and baseline {args.floor_batch}"
         )
         print(
             f"baseline  bare consume, value only : {records / baseline_s:10,.0f} records/s, "
             f"CPU {baseline_cpu:.2f} s"
         )
         for number in range(1, args.rounds + 1):
-            floor = baseline_consume(bootstrap, topic, records, args.partitions, read_everything=True)
+            floor = baseline_consume(
+                bootstrap, topic, records, args.partitions, read_everything=True, batch=args.floor_batch
+            )
             landing = land(bootstrap, topic, args.workers, not args.no_fsync)
             assert landing["records"] == records, landing
             print_round(number, records, baseline_s, floor, landing)

@@ -41,24 +41,6 @@ class HeaderSets:
             self.sets.append(key)
         return slot
 
-    def slots_by_value(self, header_lists: Sequence[Headers]) -> list[int]:
-        """Slots of many header lists, each a fresh object (as ``Message.headers()`` returns them).
-
-        Same slots as ``slot`` on each in turn, but the loops run in C (one tuple and one dict lookup
-        per list): this is the landing consumer's per-message work. New sets are added in the order
-        they first appear.
-        """
-        if None in header_lists:  # tuple(None) fails: the rare headerless record goes one by one
-            return [self.slot(headers) for headers in header_lists]
-        keys = list(map(tuple, header_lists))  # type: ignore[arg-type]
-        found = list(map(self._by_value.get, keys))
-        if None in found:
-            for key in dict.fromkeys(keys):
-                if key not in self._by_value:
-                    self._by_value[key] = self.slot(key)  # () is kept as the set None, like slot()
-            found = list(map(self._by_value.__getitem__, keys))
-        return found  # type: ignore[return-value]
-
     def slots(self, header_lists: Sequence[Headers]) -> list[int]:
         """Slots of many header lists at once, interning each distinct object once (C-level loops)."""
         objects = {id(headers): headers for headers in header_lists}  # the sequence keeps them alive

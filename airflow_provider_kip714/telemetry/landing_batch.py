@@ -7,24 +7,22 @@ runs on a staging thread: decode, build the raw and quarantine tables, write tem
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 
 import pyarrow as pa
 
 from airflow_provider_kip714.contract.landing_schema import QUARANTINE_SCHEMA, RAW_SCHEMA, STRING_MAP
 from airflow_provider_kip714.decoding.decoder import TopicRecord, ValueFormat, decode_batch
-from airflow_provider_kip714.decoding.header_sets import Headers, HeaderSets
+from airflow_provider_kip714.decoding.header_sets import HeaderSet, HeaderSets
 from airflow_provider_kip714.telemetry.landing_zone import ChunkId, LandingZone, StagedChunk
 
 
-def _headers_map(records: Sequence[TopicRecord]) -> pa.Array:
-    """Headers as a map column; each distinct header set (usually one per client) is decoded once."""
-    sets = HeaderSets()
-    index = sets.slots([record.headers for record in records])
+def _sets_map(header_sets: Sequence[HeaderSet], index: Sequence[int]) -> pa.Array:
+    """Headers as a map column: each distinct header set's map built once, then taken per record."""
     offsets = [0]
     keys: list[str] = []
     values: list[str | None] = []
-    for headers in sets.sets:
+    for headers in header_sets:
         for name, raw in headers or ():
             keys.append(name)
             values.append(None if raw is None else raw.decode("utf-8", errors="replace"))
@@ -38,21 +36,46 @@ def _headers_map(records: Sequence[TopicRecord]) -> pa.Array:
     return per_set.take(pa.array(index, type=pa.int32()))
 
 
-def raw_table(records: Sequence[TopicRecord]) -> pa.Table:
-    """One row per record, bytes as received (the source of truth and the resume point)."""
+def _headers_map(records: Sequence[TopicRecord]) -> pa.Array:
+    """Headers as a map column; each distinct header set (usually one per client) is decoded once."""
+    sets = HeaderSets()
+    index = sets.slots([record.headers for record in records])
+    return _sets_map(sets.sets, index)
+
+
+def _raw_columns(
+    topics: Sequence[str],
+    partitions: Sequence[int],
+    offsets: Sequence[int],
+    timestamps_ms: Sequence[int],
+    keys: Sequence[bytes | None],
+    headers: pa.Array,
+    values: Sequence[bytes | None],
+) -> pa.Table:
     return pa.Table.from_arrays(
         [
-            pa.array([r.topic for r in records], type=pa.string()),
-            pa.array([r.partition for r in records], type=pa.int32()),
-            pa.array([r.offset for r in records], type=pa.int64()),
-            pa.array([r.timestamp_ms for r in records], type=pa.int64()).cast(
-                RAW_SCHEMA.field("timestamp").type
-            ),
-            pa.array([r.key for r in records], type=pa.binary()),
-            _headers_map(records),
-            pa.array([r.value for r in records], type=pa.binary()),
+            pa.array(topics, type=pa.string()),
+            pa.array(partitions, type=pa.int32()),
+            pa.array(offsets, type=pa.int64()),
+            pa.array(timestamps_ms, type=pa.int64()).cast(RAW_SCHEMA.field("timestamp").type),
+            pa.array(keys, type=pa.binary()),
+            headers,
+            pa.array(values, type=pa.binary()),
         ],
         schema=RAW_SCHEMA,
+    )
+
+
+def raw_table(records: Sequence[TopicRecord]) -> pa.Table:
+    """One row per record, bytes as received (the source of truth and the resume point)."""
+    return _raw_columns(
+        [r.topic for r in records],
+        [r.partition for r in records],
+        [r.offset for r in records],
+        [r.timestamp_ms for r in records],
+        [r.key for r in records],
+        _headers_map(records),
+        [r.value for r in records],
     )
 
 
@@ -73,15 +96,21 @@ def quarantine_table(records: Sequence[TopicRecord], failures: Sequence[tuple[in
 
 
 def stage_records(
-    zone_root: str, topic: str, fsync: bool, value_format: ValueFormat, records: Sequence[TopicRecord]
+    zone_root: str,
+    topic: str,
+    fsync: bool,
+    value_format: ValueFormat,
+    records: Sequence[TopicRecord],
+    raw: pa.Table | None = None,
 ) -> StagedChunk:
-    """Decode one partition's consecutive records and write them as a staged chunk (thread-safe)."""
+    """Decode one partition's consecutive records and write them as a staged chunk (thread-safe);
+    ``raw`` is their raw table if the caller has it already."""
     zone = LandingZone(zone_root, topic, fsync=fsync)
     chunk = ChunkId(records[0].partition, records[0].offset, records[-1].offset)
     decoded = decode_batch(records, value_format)
     return zone.stage(
         chunk,
-        raw_table(records),
+        raw_table(records) if raw is None else raw,
         decoded.datapoints,
         quarantine_table(records, decoded.failures),
         points=decoded.datapoints.num_rows,
@@ -136,20 +165,18 @@ class PartitionBatch:
         self.keys.append(key)
         self.values.append(value)
 
-    def extend(
-        self,
-        offsets: Iterable[int],
-        timestamps_ms: Iterable[int],
-        keys: Iterable[bytes | None],
-        header_lists: Sequence[Headers],
-        values: Iterable[bytes | None],
-    ) -> None:
-        """``append`` for many consecutive records given as columns (the consumer's bulk path)."""
-        self.header_index.extend(self._interned.slots_by_value(header_lists))
-        self.offsets.extend(offsets)
-        self.timestamps.extend(timestamps_ms)
-        self.keys.extend(keys)
-        self.values.extend(values)
+    def raw_table(self) -> pa.Table:
+        """``raw_table(self.records())``, built from the columns (no per-record Python work)."""
+        count = len(self.offsets)
+        return _raw_columns(
+            [self.topic] * count,
+            [self.partition] * count,
+            self.offsets,
+            self.timestamps,
+            self.keys,
+            _sets_map(self.header_sets, self.header_index),
+            self.values,
+        )
 
     def records(self) -> list[TopicRecord]:
         topic, partition, header_sets = self.topic, self.partition, self.header_sets
@@ -165,4 +192,4 @@ def stage_batch(
     zone_root: str, topic: str, fsync: bool, value_format: ValueFormat, batch: PartitionBatch
 ) -> StagedChunk:
     """``stage_records`` for a ``PartitionBatch`` (what the landing run hands to staging threads)."""
-    return stage_records(zone_root, topic, fsync, value_format, batch.records())
+    return stage_records(zone_root, topic, fsync, value_format, batch.records(), batch.raw_table())
