@@ -35,6 +35,14 @@ def test_local_s3_start_is_idempotent_and_stop_cleans_up(tmp_path: Path) -> None
             f"kip714: error: --port: port {port} on 127.0.0.1 is already in use; pick another port"
         ]
         assert kip714("local-s3", "status", "--data-dir", data_dir).returncode == 0
+        other_bucket = kip714(
+            "local-s3", "start", "--data-dir", data_dir, "--port", str(port), "--bucket", "other-bucket"
+        )
+        assert other_bucket.returncode == 2
+        assert other_bucket.stderr.strip().splitlines() == [
+            f"kip714: error: --bucket: the S3Proxy of {Path(data_dir).resolve()} already runs with bucket "
+            "'kip714', not 'other-bucket'; use --bucket kip714 or stop it first"
+        ]
     finally:
         stopped = kip714("local-s3", "stop", "--data-dir", data_dir)
     assert stopped.returncode == 0 and f"stopped pid {state['pid']}" in stopped.stdout

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 from typing import Any
+
+from airflow_provider_kip714.subscriptions.limits import MAX_WINDOW
+from kip714_dev.cli.options import bounded_int, data_dir
 
 
 def register(subparsers: Any) -> None:
@@ -14,13 +16,22 @@ def register(subparsers: Any) -> None:
         description=__doc__,
     )
     parser.add_argument(
-        "--work-dir", type=Path, default=None, help="default $KIP714_DEMO_DIR or ~/.local/state/kip714/demo"
+        "--work-dir",
+        type=data_dir,
+        default=None,
+        help="default $KIP714_DEMO_DIR or ~/.local/state/kip714/demo",
     )
     parser.add_argument(
-        "--warmup", type=int, default=None, help="seconds of fleet history before the window (default 40)"
+        "--warmup",
+        type=bounded_int(1, 3600, "whole seconds"),
+        default=None,
+        help="seconds of fleet history before the window (default 40)",
     )
     parser.add_argument(
-        "--window", type=int, default=None, help="troubleshooting window length in seconds (default 120)"
+        "--window",
+        type=bounded_int(10, int(MAX_WINDOW.total_seconds()), "whole seconds"),
+        default=None,
+        help="troubleshooting window length in seconds (default 120)",
     )
     parser.add_argument(
         "--topology",

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Final
 
 from airflow_provider_kip714.contract.topic import DEFAULT_TELEMETRY_TOPIC
+from kip714_dev.cli.options import data_dir, port, seconds
 from kip714_dev.errors import LocalKafkaError
 from kip714_dev.local_kafka.broker_config import (
     DEFAULT_BROKER_METRICS_INTERVAL_MS,
@@ -56,17 +57,17 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     _add_version_option(start)
     _add_data_dir_option(start)
     start.add_argument(
-        "--port", type=int, default=DEFAULT_PORT, help="PLAINTEXT listener port (default %(default)s)"
+        "--port", type=port, default=DEFAULT_PORT, help="PLAINTEXT listener port (default %(default)s)"
     )
     start.add_argument(
         "--controller-port",
-        type=int,
+        type=port,
         default=DEFAULT_CONTROLLER_PORT,
         help="KRaft controller port (default %(default)s)",
     )
     start.add_argument(
         "--sasl-port",
-        type=int,
+        type=port,
         default=DEFAULT_SASL_PORT,
         help="SASL_PLAINTEXT listener port (default %(default)s)",
     )
@@ -115,7 +116,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="how often the plugin writes broker-metric records (default %(default)s)",
     )
     start.add_argument(
-        "--ready-timeout", type=float, default=DEFAULT_READY_TIMEOUT_S, help="seconds to wait for the broker"
+        "--ready-timeout",
+        type=seconds(),
+        default=DEFAULT_READY_TIMEOUT_S,
+        help="seconds to wait for the broker",
     )
     start.add_argument(
         "--repair-cache",
@@ -136,7 +140,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     _add_data_dir_option(stop)
     stop.add_argument(
         "--timeout",
-        type=float,
+        type=seconds(),
         default=DEFAULT_STOP_TIMEOUT_S,
         help="seconds before SIGKILL (default %(default)s)",
     )
@@ -152,7 +156,7 @@ def _add_version_option(parser: argparse.ArgumentParser) -> None:
 def _add_data_dir_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--data-dir",
-        type=Path,
+        type=data_dir,
         default=None,
         help="storage, config, logs, PID and state "
         "(default $KIP714_LOCAL_KAFKA_DIR or ~/.local/state/kip714/local-kafka)",

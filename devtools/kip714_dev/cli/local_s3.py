@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import Final
 
+from kip714_dev.cli.options import bucket, data_dir, port
 from kip714_dev.local_s3 import server
 
 EXIT_NOT_RUNNING: Final = 3
@@ -24,10 +25,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     start = commands.add_parser("start", help="start S3Proxy (idempotent) and create the bucket")
     _data_dir_option(start)
     start.add_argument(
-        "--port", type=int, default=server.DEFAULT_PORT, help="HTTP port (default %(default)s)"
+        "--port", type=port, default=server.DEFAULT_PORT, help="HTTP port (default %(default)s)"
     )
     start.add_argument(
-        "--bucket", default=server.DEFAULT_BUCKET, help="bucket to create (default %(default)s)"
+        "--bucket", type=bucket, default=server.DEFAULT_BUCKET, help="bucket to create (default %(default)s)"
     )
     start.add_argument("--json", action="store_true", help="print the state as JSON")
     start.set_defaults(func=run_start)
@@ -41,7 +42,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def _data_dir_option(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--data-dir", type=Path, default=DEFAULT_DIR, help="objects, config, logs, PID")
+    parser.add_argument("--data-dir", type=data_dir, default=DEFAULT_DIR, help="objects, config, logs, PID")
 
 
 def airflow_connection(state: server.LocalS3State) -> dict[str, object]:

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 from typing import Final
 
+from kip714_dev.cli.options import bounded_int, data_dir
 from kip714_dev.local_spark import cluster
 
 EXIT_NOT_RUNNING: Final = 3
@@ -25,7 +26,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     _data_dir_option(start)
     start.add_argument(
-        "--workers", type=int, default=cluster.DEFAULT_WORKERS, help="workers (default %(default)s)"
+        "--workers",
+        type=bounded_int(1, cluster.MAX_WORKERS, "a number of workers"),
+        default=cluster.DEFAULT_WORKERS,
+        help="workers (default %(default)s)",
     )
     start.add_argument("--json", action="store_true", help="print the state as JSON")
     start.set_defaults(func=run_start)
@@ -39,7 +43,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def _data_dir_option(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--data-dir", type=Path, default=DEFAULT_DIR, help="work dirs, config, logs, PIDs")
+    parser.add_argument(
+        "--data-dir", type=data_dir, default=DEFAULT_DIR, help="work dirs, config, logs, PIDs"
+    )
 
 
 def _print(state: cluster.LocalSparkState, as_json: bool) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import subprocess
 import time
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
@@ -155,6 +156,7 @@ def start(data_dir: Path, port: int = DEFAULT_PORT, bucket: str = DEFAULT_BUCKET
     layout = Layout(data_dir.resolve())
     running = status(layout.root)
     if running is not None:
+        _require_same(running, port, bucket)
         return running
     if running_pid(layout.pid_file, str(layout.properties)) is not None:
         raise LocalKafkaError(f"an S3Proxy runs from {layout.root} but is not ready; run stop first")
@@ -178,19 +180,42 @@ def start(data_dir: Path, port: int = DEFAULT_PORT, bucket: str = DEFAULT_BUCKET
         log_path=str(layout.log),
         started_at=datetime.now(UTC).isoformat(timespec="seconds"),
     )
-    deadline = time.monotonic() + READY_TIMEOUT_S
-    while not _bucket_ready(state):
-        if process.poll() is not None or time.monotonic() > deadline:
-            terminate(process.pid, str(layout.properties), STOP_TIMEOUT_S)
-            layout.pid_file.unlink(missing_ok=True)
-            why = "exited" if process.poll() is not None else f"did not answer within {READY_TIMEOUT_S:.0f} s"
-            raise LocalKafkaError(f"S3Proxy {why}; see {layout.log}\n{log_tail(layout.log)}")
-        time.sleep(0.5)
+    try:
+        _await_bucket(state, process, layout)
+    except BaseException:
+        # Any failure, Ctrl-C included: stop the JVM we launched so no half-started server is left.
+        terminate(process.pid, str(layout.properties), STOP_TIMEOUT_S)
+        layout.pid_file.unlink(missing_ok=True)
+        layout.state_file.unlink(missing_ok=True)
+        raise
     partial = layout.state_file.with_name(layout.state_file.name + ".partial")
     partial.write_text(state.as_json() + "\n")
     partial.chmod(0o600)
     os.replace(partial, layout.state_file)
     return state
+
+
+def _require_same(running: LocalS3State, port: int, bucket: str) -> None:
+    """A running server is returned only when it is the one asked for; never ignore a flag silently."""
+    if running.bucket != bucket:
+        raise LocalKafkaError(
+            f"--bucket: the S3Proxy of {running.data_dir} already runs with bucket {running.bucket!r}, "
+            f"not {bucket!r}; use --bucket {running.bucket} or stop it first"
+        )
+    if running.endpoint_url != f"http://{HOST}:{port}":
+        raise LocalKafkaError(
+            f"--port: the S3Proxy of {running.data_dir} already runs at {running.endpoint_url}, "
+            f"not port {port}; use that port or stop it first"
+        )
+
+
+def _await_bucket(state: LocalS3State, process: subprocess.Popen[bytes], layout: Layout) -> None:
+    deadline = time.monotonic() + READY_TIMEOUT_S
+    while not _bucket_ready(state):
+        if process.poll() is not None or time.monotonic() > deadline:
+            why = "exited" if process.poll() is not None else f"did not answer within {READY_TIMEOUT_S:.0f} s"
+            raise LocalKafkaError(f"S3Proxy {why}; see {layout.log}\n{log_tail(layout.log)}")
+        time.sleep(0.5)
 
 
 def stop(data_dir: Path, timeout_s: float = STOP_TIMEOUT_S) -> int | None:

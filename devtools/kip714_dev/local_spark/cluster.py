@@ -28,6 +28,7 @@ HOST: Final = "127.0.0.1"
 MASTER_CLASS: Final = "org.apache.spark.deploy.master.Master"
 WORKER_CLASS: Final = "org.apache.spark.deploy.worker.Worker"
 DEFAULT_WORKERS: Final = 2
+MAX_WORKERS: Final = 16  # each worker is a JVM with two ports: more would exhaust a dev machine
 WORKER_MEMORY: Final = "1536m"
 READY_TIMEOUT_S: Final = 120.0
 STOP_TIMEOUT_S: Final = 20.0
@@ -95,8 +96,8 @@ def _start_daemon(root: Path, role: str, main: list[str], env: dict[str, str]) -
 
 def start(data_dir: Path, workers: int = DEFAULT_WORKERS) -> LocalSparkState:
     """Start the master and ``workers`` workers (or return the running ones); wait until all are ALIVE."""
-    if workers < 1:
-        raise LocalKafkaError(f"--workers: must be at least 1 (got {workers})")
+    if not 1 <= workers <= MAX_WORKERS:
+        raise LocalKafkaError(f"--workers: must be between 1 and {MAX_WORKERS} (got {workers})")
     root = data_dir.resolve()
     running = status(root)
     if running is not None:
