@@ -1,20 +1,27 @@
-"""The product DAGs, unchanged, on the cluster topology: data on S3 (S3Proxy), Spark standalone (2 workers).
+"""The product DAGs, unchanged, on the cluster topology: 3 Kafka brokers, data on S3 (S3Proxy), Spark
+standalone (2 workers), and one broker SIGKILLed in the middle of the troubleshooting window.
 
-Only connections and settings differ from the single-machine tests: ``KIP714_DATA_DIR`` is an
-``s3://<conn_id>@bucket/prefix`` URL, ``spark_default`` points at the standalone master (client deploy
-mode), and the s3a jars are on the Spark classpath. Select with ``-m cluster``.
+Only connections and settings differ from the single-machine tests: the Kafka connection lists three
+brokers, ``KIP714_DATA_DIR`` is an ``s3://<conn_id>@bucket/prefix`` URL, ``spark_default`` points at
+the standalone master (client deploy mode), and the s3a jars are on the Spark classpath. Select with
+``-m cluster``.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import threading
+import time
 import uuid
+from collections import Counter
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
 import pytest
 from dag_test_env import make_airflow_env, run_dag_test
 from kip714_dev.local_kafka.cluster import LocalKafkaCluster
+from kip714_dev.local_kafka.cluster_factory import LocalKafkaClusterFactory
 from object_storage import CONN_ID, LocalS3
 from spark_cluster import local_spark  # noqa: F401 (fixture)
 from test_dags_troubleshoot import start_clients_when_subscribed, troubleshoot_names
@@ -36,6 +43,38 @@ pytestmark = [
 ]
 
 WINDOW_S = 30
+KILLED_NODE = 2
+
+
+@pytest.fixture(scope="module")
+def kafka_cluster(kafka_cluster_factory: LocalKafkaClusterFactory) -> Iterator[LocalKafkaCluster]:
+    """Three brokers (every one a KRaft voter with the plugin) instead of the session's single broker."""
+    cluster = kafka_cluster_factory.start(name=f"cluster-topology-{uuid.uuid4().hex[:6]}", brokers=3)
+    yield cluster
+    cluster.stop()
+
+
+def kill_a_broker_mid_window(
+    cluster: LocalKafkaCluster, admin: ClientMetricsAdmin, before: set[str], down_s: float = 10.0
+) -> tuple[threading.Thread, dict[str, float]]:
+    """Background thread: once the window's subscription exists and its clients push, SIGKILL a broker,
+    keep it down ``down_s`` seconds, start it again; records when."""
+    happened: dict[str, float] = {}
+
+    def run() -> None:
+        deadline = time.monotonic() + 180
+        while time.monotonic() < deadline and not troubleshoot_names(admin) - before:
+            time.sleep(0.5)
+        time.sleep(WINDOW_S / 3)
+        happened["killed_at"] = time.time()
+        cluster.kill(KILLED_NODE)
+        time.sleep(down_s)
+        cluster.start_node(KILLED_NODE)
+        happened["restarted_at"] = time.time()
+
+    thread = threading.Thread(target=run, name="kip714-test-broker-killer", daemon=True)
+    thread.start()
+    return thread, happened
 
 
 @pytest.fixture(scope="module")
@@ -75,10 +114,13 @@ def test_troubleshoot_on_s3_and_spark_standalone(
         thread, clients = start_clients_when_subscribed(
             admin, before, kafka_cluster.client_config(), prefix, seconds=WINDOW_S - 5
         )
+        killer, killed = kill_a_broker_mid_window(kafka_cluster, admin, before)
         summary, output, _ = run_dag_test(
             cluster_env, "kip714_troubleshoot", datetime.now(UTC), conf=conf, timeout_s=1200
         )
         thread.join(timeout=120)
+        killer.join(timeout=180)
+        assert "restarted_at" in killed, f"broker {KILLED_NODE} was not killed and restarted: {killed}"
         assert summary is not None, output[-5000:]
         assert summary["state"] == "success", (summary["tasks"], output[-6000:])
         assert summary["xcom"]["open_subscription"] not in admin.list_names()
@@ -89,7 +131,12 @@ def test_troubleshoot_on_s3_and_spark_standalone(
     assert landing.startswith(f"s3://{CONN_ID}@"), landing
     # the window's landing zone is on S3, with commit markers; Spark wrote the analytics there too
     zone = LandingZone(landing, "_client_telemetry")
-    assert sum(1 for _ in zone.committed()) > 0 and zone.read_table("raw").num_rows >= landed["records"]
+    raw = zone.read_table("raw", columns=["partition", "offset", "timestamp"])
+    assert sum(1 for _ in zone.committed()) > 0 and raw.num_rows >= landed["records"]
+    offsets = Counter(zip(raw.column("partition").to_pylist(), raw.column("offset").to_pylist(), strict=True))
+    assert not [key for key, n in offsets.items() if n > 1], "an offset landed twice"
+    after_kill = [ts for ts in raw.column("timestamp").to_pylist() if ts.timestamp() > killed["killed_at"]]
+    assert after_kill, "nothing landed from after the broker was killed: the window did not carry on"
     area = RunArea(as_storage_path(landed["zone"]))
     rollups = read_table(area, "rollups")
     assert not rollups.empty and rollups["client_id"].str.startswith(prefix).any()
