@@ -27,7 +27,7 @@ from airflow_provider_kip714.subscriptions.kafka_python_config import (
     read_java_properties,
     to_kafka_python_kwargs,
 )
-from airflow_provider_kip714.subscriptions.limits import MAX_WINDOW, expiry_problem, format_limit
+from airflow_provider_kip714.subscriptions.limits import MAX_WINDOW, format_limit
 from airflow_provider_kip714.subscriptions.model import (
     Subscription,
     parse_interval_ms,
@@ -35,10 +35,10 @@ from airflow_provider_kip714.subscriptions.model import (
     validate_name,
 )
 from airflow_provider_kip714.subscriptions.window_name import (
+    creation_problem,
     format_window_name,
     random_suffix,
     slugify_label,
-    try_parse_window_name,
 )
 from airflow_provider_kip714.troubleshooting.guardrails import check_subscription
 
@@ -225,10 +225,9 @@ def _run_add(args: argparse.Namespace) -> int:
         match=_joined_match(args),
         block=args.block,
     )
-    window = try_parse_window_name(subscription.name)
-    problem = expiry_problem(window.expires_at, SystemClock().now()) if window else None
+    problem = creation_problem(subscription.name, SystemClock().now())
     if problem is not None:
-        raise SubscriptionValidationError("--name", f"window name refused: {problem}", subscription.name)
+        raise SubscriptionValidationError("--name", problem, subscription.name)
     with _open_admin(args) as admin:
         for warning in check_subscription(subscription, admin=admin):
             print(f"warning: {warning.message}", file=sys.stderr)  # stdout stays the result (JSON)

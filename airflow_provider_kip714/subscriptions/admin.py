@@ -23,7 +23,6 @@ from airflow_provider_kip714.exceptions import (
     ClusterUnreachableError,
     SubscriptionValidationError,
 )
-from airflow_provider_kip714.subscriptions.limits import expiry_problem
 from airflow_provider_kip714.subscriptions.model import (
     CONFIG_KEYS,
     INTERVAL_KEY,
@@ -33,7 +32,11 @@ from airflow_provider_kip714.subscriptions.model import (
     parse_interval_ms,
     parse_metrics,
 )
-from airflow_provider_kip714.subscriptions.window_name import WindowName, try_parse_window_name
+from airflow_provider_kip714.subscriptions.window_name import (
+    WindowName,
+    creation_problem,
+    try_parse_window_name,
+)
 
 log = logging.getLogger(__name__)
 
@@ -238,13 +241,10 @@ class ClientMetricsAdmin:
         field = next((key for key in keys if key in lowered), "subscription")
         raise SubscriptionValidationError(field, f"the broker refused it: {result}")
 
-    def _check_expiry(self, subscription: Subscription) -> None:
-        window = try_parse_window_name(subscription.name)
-        if window is None:
-            return
-        problem = expiry_problem(window.expires_at, self.clock.now())
+    def _check_expiry(self, subscription: Subscription, *, creating: bool) -> None:
+        problem = creation_problem(subscription.name, self.clock.now(), creating=creating)
         if problem is not None:
-            raise SubscriptionValidationError("name", f"window name refused: {problem}", subscription.name)
+            raise SubscriptionValidationError("name", problem, subscription.name)
 
     def upsert(self, subscription: Subscription) -> UpsertResult:
         """Create or update; the same content changes nothing (no write is sent)."""
@@ -252,7 +252,7 @@ class ClientMetricsAdmin:
         if current is not None and current.same_content(subscription):
             log.info("Subscription %s already up to date", subscription.name)
             return UpsertResult(subscription.name, UpsertOutcome.UNCHANGED)
-        self._check_expiry(subscription)
+        self._check_expiry(subscription, creating=current is None)
         self.validate(subscription)
         configs = {key: (AlterConfigOp.SET, value) for key, value in subscription.to_configs().items()}
         self._alter(subscription.name, configs, "writing subscription")

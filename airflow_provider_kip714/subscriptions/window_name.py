@@ -119,3 +119,28 @@ def try_parse_window_name(name: str) -> WindowName | None:
 
 def is_window_name(name: str) -> bool:
     return try_parse_window_name(name) is not None
+
+
+# What a reader (or a careless writer) takes for a window name: any case, ``kip714-...-exp<digit>``.
+_LOOKALIKE_RE = re.compile(rf"^{PREFIX}-.*-exp[0-9]", re.IGNORECASE)
+
+
+def creation_problem(name: str, now: datetime, *, creating: bool = True) -> str | None:
+    """Why a subscription may not be written under ``name`` now, or None.
+
+    A name that looks like a window name but does not parse (upper case, month 13) is never reaped,
+    so it would outlive the window it pretends to be; one already expired (``creating``) would be
+    reaped minutes after its creation; one out of ``limits`` is reaped on sight.
+    """
+    window = try_parse_window_name(name)
+    if window is None:
+        if _LOOKALIKE_RE.match(name):
+            return (
+                "looks like a window name but is not one (kip714-<label>-exp<YYYYMMDDTHHMMSSZ>-<8 hex>, "
+                "lower case, a real UTC time): no reaper would delete it"
+            )
+        return None
+    if creating and window.is_expired(now):
+        return f"window name refused: its expiry {window.expires_at.isoformat()} has passed"
+    problem = expiry_problem(window.expires_at, now)
+    return None if problem is None else f"window name refused: {problem}"

@@ -15,7 +15,11 @@ import pytest
 from kip714_dev.local_kafka.cluster import LocalKafkaCluster
 
 from airflow_provider_kip714.clock import ManualClock
-from airflow_provider_kip714.exceptions import ClientMetricsAdminError, ClusterUnreachableError
+from airflow_provider_kip714.exceptions import (
+    ClientMetricsAdminError,
+    ClusterUnreachableError,
+    SubscriptionValidationError,
+)
 from airflow_provider_kip714.subscriptions.admin import ClientMetricsAdmin, UpsertOutcome
 from airflow_provider_kip714.subscriptions.kafka_python_config import to_kafka_python_kwargs
 from airflow_provider_kip714.subscriptions.model import Subscription
@@ -123,7 +127,10 @@ def test_broker_rejects_what_we_would_reject(admin: ClientMetricsAdmin) -> None:
     assert name not in admin.list_names()
 
 
-def test_reap_deletes_only_expired_window_names(admin: ClientMetricsAdmin, cleanup: list[str]) -> None:
+def test_reap_deletes_only_expired_window_names(
+    admin: ClientMetricsAdmin, cleanup: list[str], kafka_cluster: LocalKafkaCluster
+) -> None:
+    admin_kwargs = to_kafka_python_kwargs(kafka_cluster.client_config())
     now = datetime.now(UTC).replace(microsecond=0)
     label = unique("reap")
     expired = format_window_name(label, now - timedelta(minutes=1), "0000000a")
@@ -131,8 +138,11 @@ def test_reap_deletes_only_expired_window_names(admin: ClientMetricsAdmin, clean
     look_alike = f"kip714-{label}-expired-by-name-only"
     plain = unique("plain")
     cleanup.extend([expired, current, look_alike, plain])
-    for name in (expired, current, look_alike, plain):
+    for name in (current, look_alike, plain):
         admin.upsert(Subscription.from_spec(name, block=True, match=nobody()))
+    # An expired window cannot be created now (upsert refuses it): create it with a clock from before.
+    with ClientMetricsAdmin(admin_kwargs, clock=ManualClock(now - timedelta(minutes=5))) as earlier:
+        earlier.upsert(Subscription.from_spec(expired, block=True, match=nobody()))
 
     clock = ManualClock(now)
     assert expired in admin.reap(now=clock.now(), dry_run=True)
@@ -280,3 +290,18 @@ def test_cli_conn_id_reuses_an_airflow_connection(
         "kip714: error: --conn-id: no such Airflow connection (AIRFLOW_CONN_* or the metadata DB) "
         "(got 'no_such_connection')"
     )
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "kip714-x-exp20200101T000000Z-abcd1234",
+        "kip714-x-exp20261399T000000Z-abcd1234",
+        "KIP714-x-exp{}-abcd1234",
+    ],
+)
+def test_upsert_refuses_expired_and_lookalike_window_names(admin: ClientMetricsAdmin, name: str) -> None:
+    name = name.format((datetime.now(UTC) + timedelta(hours=1)).strftime("%Y%m%dT%H%M%SZ"))
+    with pytest.raises(SubscriptionValidationError, match="name: "):
+        admin.upsert(Subscription.from_spec(name, block=True, match=nobody()))
+    assert name not in admin.list_names()

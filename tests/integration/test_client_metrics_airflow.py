@@ -22,6 +22,7 @@ from dag_test_env import make_airflow_env
 from kip714_dev.local_kafka.cluster import LocalKafkaCluster
 from kip714_dev.local_kafka.cluster_factory import LocalKafkaClusterFactory
 
+from airflow_provider_kip714.clock import ManualClock
 from airflow_provider_kip714.subscriptions.admin import ClientMetricsAdmin
 from airflow_provider_kip714.subscriptions.kafka_python_config import to_kafka_python_kwargs
 from airflow_provider_kip714.subscriptions.model import Subscription
@@ -195,8 +196,11 @@ def test_reaper_dag_removes_expired_windows_only(
     now = datetime.now(UTC)
     expired = format_window_name(label, now - timedelta(seconds=5), "00000001")
     current = format_window_name(label, now + timedelta(hours=1), "00000002")
-    for name in (expired, current):
-        admin.upsert(Subscription.from_spec(name, block=True, match=f"client_id=nobody-{label}"))
+    admin.upsert(Subscription.from_spec(current, block=True, match=f"client_id=nobody-{label}"))
+    # upsert refuses to create an already expired window: create it with a clock from before.
+    kwargs = to_kafka_python_kwargs(kafka_cluster.client_config())
+    with ClientMetricsAdmin(kwargs, clock=ManualClock(now - timedelta(minutes=5))) as earlier:
+        earlier.upsert(Subscription.from_spec(expired, block=True, match=f"client_id=nobody-{label}"))
     try:
         env = {**airflow_env, "AIRFLOW__CORE__DAGS_FOLDER": str(REAPER_DAG.parent)}
         summary = finish(start_dag_test(env, REAPER_DAG, "kip714_reaper", datetime.now(UTC)))
