@@ -56,8 +56,16 @@ def parse_interval_ms(value: int | str | None) -> int:
     if isinstance(value, int):
         return value
     text = str(value).strip()
+    if re.fullmatch(r"-?[0-9]{11,}", text, re.ASCII):  # an integer, but far out of range
+        raise SubscriptionValidationError(
+            "interval.ms", f"must be between {MIN_INTERVAL_MS} and {MAX_INTERVAL_MS} ms", value
+        )
     if not re.fullmatch(r"-?[0-9]{1,10}", text, re.ASCII):
-        raise SubscriptionValidationError("interval.ms", "must be an integer number of milliseconds", value)
+        raise SubscriptionValidationError(
+            "interval.ms",
+            f"must be an integer number of milliseconds between {MIN_INTERVAL_MS} and {MAX_INTERVAL_MS}",
+            value,
+        )
     return int(text)
 
 

@@ -70,3 +70,18 @@ def test_cli_add_refuses_them_with_one_line_before_connecting(name: str) -> None
     assert completed.returncode == 2
     lines = completed.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("kip714: error: --name:"), lines
+
+
+@pytest.mark.parametrize("value", ["99999999999999", "-99999999999999", "12.5", "abc"])
+def test_cli_add_names_the_interval_range(value: str) -> None:
+    completed = subprocess.run(
+        [*CLI, "add", "--bootstrap-server", "127.0.0.1:1", "--name", "x", "--interval", value],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=REPO_ROOT,
+        env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
+    )
+    assert completed.returncode == 2
+    lines = completed.stderr.strip().splitlines()
+    assert len(lines) == 1 and "between 100 and 3600000" in lines[0], lines
