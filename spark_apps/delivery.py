@@ -65,9 +65,11 @@ def _shaped(frame: DataFrame, columns: dict[str, Column]) -> DataFrame:
     )
 
 
-def instance_rows(pushes: DataFrame, rolled: DataFrame, interval: Interval) -> DataFrame:
+def instance_rows(
+    pushes: DataFrame, rolled: DataFrame, interval: Interval, horizon_micros: int | None = None
+) -> DataFrame:
     """``DELIVERY_SCHEMA`` rows of every instance that pushed, hour by hour."""
-    instances = per_instance(pushes, interval)
+    instances = per_instance(pushes, interval, horizon_micros)
     rows = instance_hours(instances, per_push_hour(pushes, instances), interval)
     counters = broker_client_counters(rolled)
     by_key = (rows["client_instance_id"] == counters["instance_key"]) | (
@@ -158,7 +160,10 @@ def delivery_frame(points: LandedPoints, interval: Interval, read_start: datetim
     pushes = landed_pushes(points.frame).persist()
     hourly = make_interval(interval.start, interval.end, HOUR)
     rolled = rollup_points(points.where(F.col("record_type") == "broker"), hourly, read_start)
-    return instance_rows(pushes, rolled, interval).unionByName(unseen_rows(points.frame, pushes, interval))
+    # the newest landed record (broker records arrive every few seconds): what "now" is for this data
+    horizon = points.frame.agg(F.max(F.unix_micros("record_timestamp"))).first()[0]
+    rows = instance_rows(pushes, rolled, interval, horizon)
+    return rows.unionByName(unseen_rows(points.frame, pushes, interval))
 
 
 def build_parser():  # type: ignore[no-untyped-def]

@@ -60,13 +60,18 @@ def landed_pushes(points: DataFrame) -> DataFrame:
     )
 
 
-def per_instance(pushes: DataFrame, interval: Interval) -> DataFrame:
-    """Per pushing instance: identity, first/last push, terminated, interval, silence, expectation end."""
+def per_instance(pushes: DataFrame, interval: Interval, horizon_micros: int | None = None) -> DataFrame:
+    """Per pushing instance: identity, first/last push, terminated, interval, silence, expectation end.
+
+    Silence and expected pushes are judged up to the data's horizon: the interval's end, or one push
+    interval after the newest landed record (client or broker) when that is earlier. An hour still in
+    progress, or a window whose subscription has just ended, is not "silent" for pushes that simply have
+    not happened yet.
+    """
     ordered = Window.partitionBy("client_instance_id").orderBy("push_time")
     with_gaps = pushes.withColumn(
         "gap_seconds", _seconds(F.col("push_time")) - _seconds(F.lag("push_time").over(ordered))
     )
-    end = F.lit(interval.end).cast("timestamp")
     instances = with_gaps.groupBy("client_instance_id").agg(
         F.min("push_time").alias("first_push"),
         F.max("push_time").alias("last_push"),
@@ -80,6 +85,12 @@ def per_instance(pushes: DataFrame, interval: Interval) -> DataFrame:
         F.col("_median_gap"),
         F.lit(DEFAULT_INTERVAL_SECONDS),
     )
+    end = F.lit(interval.end).cast("timestamp")
+    if horizon_micros is not None:
+        after_newest = F.timestamp_micros(
+            F.lit(horizon_micros) + (F.col("interval_seconds") * 1e6).cast("long")
+        )
+        end = F.least(end, after_newest)
     quiet = _seconds(end) - _seconds(F.col("last_push"))
     silent = ~F.col("terminated") & (quiet > SILENT_AFTER * F.col("interval_seconds"))
     return (

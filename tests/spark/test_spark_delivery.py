@@ -91,3 +91,24 @@ def test_instances_the_broker_knew_but_never_saw_push(delivery_run):
     assert first["silent_since"].replace(tzinfo=scenario.start.tzinfo) == scenario.unseen_from
     assert "knew 6 client-metrics instances, 5 pushed" in first["reason"]
     assert unseen[14]["unseen_instances"] == 1
+
+
+def test_an_interval_that_ends_after_the_data_judges_silence_at_the_newest_landed_record(
+    spark, tmp_path_factory
+):  # type: ignore[no-untyped-def]
+    """An hourly run for the hour in progress (or a window whose subscription just ended) must not call
+    every client silent for the pushes that have not happened yet: the horizon is the newest landed
+    record, not the interval's end."""
+    root = tmp_path_factory.mktemp("delivery-horizon")
+    scenario = write_delivery_scenario(str(root / "landing"))
+    delivery.run(
+        [
+            *("--input", str(root / "landing"), "--output", str(root / "out")),
+            *("--start", "2026-01-31T13:00:00Z", "--end", "2026-01-31T16:00:00Z"),  # one hour past the data
+        ],
+        spark,
+    )
+    rows = spark.read.parquet(str(root / "out" / "delivery")).collect()
+    steady = _of(rows, scenario.steady)
+    assert steady and {row["status"] for row in steady.values()} == {"ok"}, steady
+    assert {row["status"] for row in _of(rows, scenario.killed).values()} == {"silent"}
