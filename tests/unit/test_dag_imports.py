@@ -60,9 +60,7 @@ def test_product_dags_import_cleanly(tmp_path: Path) -> None:
     troubleshoot = dags["kip714_troubleshoot"]
     assert troubleshoot["setups"] == ["open_subscription"]
     assert troubleshoot["teardowns"] == ["check_subscription_gone", "close_subscription"]
-    assert {"write_rules", "analytics", "report", "validate_request"} <= set(
-        troubleshoot["tasks"]
-    )
+    assert {"write_rules", "analytics", "report", "validate_request"} <= set(troubleshoot["tasks"])
     assert {
         "client_id",
         "client_source_port",

@@ -241,9 +241,7 @@ def test_a_cluster_of_three_gets_consecutive_ports_node_ids_and_three_voters(tmp
     assert [m.port for m in members] == [19092, 19093, 19094]
     assert [m.data_dir.name for m in members] == ["broker-1", "broker-2", "broker-3"]
     properties = broker_properties(members[1], DataDirLayout(members[1].data_dir))
-    assert properties["controller.quorum.voters"] == (
-        "1@127.0.0.1:19192,2@127.0.0.1:19193,3@127.0.0.1:19194"
-    )
+    assert properties["controller.quorum.voters"] == ("1@127.0.0.1:19192,2@127.0.0.1:19193,3@127.0.0.1:19194")
     assert properties["offsets.topic.replication.factor"] == "3"
     assert properties["transaction.state.log.min.isr"] == "2"
 

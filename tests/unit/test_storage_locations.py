@@ -83,4 +83,3 @@ def test_the_cli_refuses_with_one_line_and_writes_nothing(out: str, tmp_path: Pa
     assert "Traceback" not in completed.stderr
     written = {p.name for p in tmp_path.iterdir()} - {"airflow.cfg", "airflow.db", "logs"}
     assert not written, f"nothing of a landing zone may be written, found {sorted(written)}"
-
