@@ -52,12 +52,12 @@ class BrokerFailure:
             f"broker {self.node_id} SIGKILLed at {self.killed_at:%H:%M:%S}, started again at "
             f"{self.restarted_at:%H:%M:%S} ({down_s:.0f} s down, ready included)",
             *(
-                f"pushes landed {name} it: {sum(counts.values())} "
+                f"pushes landed {name}: {sum(counts.values())} "
                 f"(by broker: {', '.join(f'{node}: {n}' for node, n in sorted(counts.items())) or 'none'})"
                 for name, counts in (
-                    ("before", phases["before"]),
+                    ("before the kill", phases["before"]),
                     ("while it was down", phases["down"]),
-                    ("after", phases["after"]),
+                    ("after its restart", phases["after"]),
                 )
             ),
             "the window carried on: its landing, analytics and report ran with a broker down"
