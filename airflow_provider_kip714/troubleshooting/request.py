@@ -7,6 +7,7 @@ when the window opens), the rest (thresholds, bucket, counts) here. Errors name 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -52,13 +53,18 @@ class TroubleshootingRequest:
 
     @classmethod
     def from_params(cls, params: Mapping[str, Any]) -> TroubleshootingRequest:
-        """Validate every field; raises ``SubscriptionValidationError`` naming the field and the rule."""
+        """Validate every field; raises ``SubscriptionValidationError`` naming the field and the rule.
+
+        Types are checked, not coerced: a value of the wrong type (a list where a regex belongs,
+        ``'false'`` for a flag, a number for the metric list) is refused, never turned into text that
+        means something else.
+        """
+        for selector in SELECTORS:
+            _optional_text(selector, params.get(selector))
         fields = [f"{s}={params[s]}" for s in SELECTORS if params.get(s) not in (None, "")]
-        extra = params.get("match") or []
-        if not isinstance(extra, list) or not all(isinstance(e, str) for e in extra):
-            raise SubscriptionValidationError("match", "must be a list of selector=regex strings", extra)
+        extra = _list_of_text("match", params.get("match"), "selector=regex strings")
         match = tuple(selector.render() for selector in parse_match([*fields, *extra]))
-        metrics = parse_metrics(params.get("metrics"))
+        metrics = parse_metrics(_list_of_text("metrics", params.get("metrics"), "metric-name prefixes"))
         if not metrics:
             raise SubscriptionValidationError(
                 "metrics", "must list at least one metric-name prefix (* = all); empty would collect nothing"
@@ -72,10 +78,16 @@ class TroubleshootingRequest:
         if bucket not in BUCKETS:
             raise SubscriptionValidationError("bucket", f"must be one of {', '.join(BUCKETS)}", bucket)
         kafka_config_id = params.get("kafka_config_id")
-        if not isinstance(kafka_config_id, str) or not kafka_config_id.strip():
+        if not isinstance(kafka_config_id, str) or not _CONN_ID.fullmatch(kafka_config_id.strip()):
             raise SubscriptionValidationError(
-                "kafka_config_id", "must name an Airflow connection", kafka_config_id
+                "kafka_config_id",
+                "must name an Airflow connection (letters, digits, '_', '.', '-'; at most 250)",
+                kafka_config_id,
             )
+        thresholds = params.get("thresholds")
+        use_default_rules = params.get("use_default_rules", True)
+        if not isinstance(use_default_rules, bool):
+            raise SubscriptionValidationError("use_default_rules", "must be true or false", use_default_rules)
         return cls(
             kafka_config_id=kafka_config_id.strip(),
             match=match,
@@ -84,8 +96,8 @@ class TroubleshootingRequest:
             window_seconds=window_seconds,
             min_clients=_whole("min_clients", params.get("min_clients", 1), 1, MAX_CLIENTS),
             bucket=bucket,
-            thresholds=parse_thresholds(params.get("thresholds") or []),
-            use_default_rules=bool(params.get("use_default_rules", True)),
+            thresholds=parse_thresholds([] if thresholds is None else thresholds),
+            use_default_rules=use_default_rules,
             baseline_min_buckets=_whole(
                 "baseline_min_buckets", params.get("baseline_min_buckets", 6), 3, 10000
             ),
@@ -100,6 +112,23 @@ class TroubleshootingRequest:
     def match_map(self) -> dict[str, str]:
         """Selector -> regex (what the report and the rules filter clients by)."""
         return match_map(self.match)
+
+
+_CONN_ID = re.compile(r"[A-Za-z0-9_.-]{1,250}", re.ASCII)
+
+
+def _optional_text(field: str, value: object) -> None:
+    if value is not None and not isinstance(value, str):
+        raise SubscriptionValidationError(field, "must be a regex string (or empty)", value)
+
+
+def _list_of_text(field: str, value: object, what: str) -> list[str]:
+    """A list of strings (``None`` is empty); anything else is refused, never turned into text."""
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(isinstance(entry, str) for entry in value):
+        raise SubscriptionValidationError(field, f"must be a list of {what}", value)
+    return value
 
 
 def _whole(field: str, value: object, low: int, high: int) -> int:

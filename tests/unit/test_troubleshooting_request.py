@@ -226,3 +226,28 @@ def test_a_rules_document_the_loader_refuses_is_refused_before_writing() -> None
         checked_rules_text(bad)
     with pytest.raises(SubscriptionValidationError, match=r"rules\[0\]\.field"):
         checked_rules_text({"rules": [{"name": "x", "metric": "m", "threshold": 1, "field": "colour"}]})
+
+
+NAN = float("nan")
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        *[
+            ("metrics", bad)
+            for bad in (NAN, float("inf"), -1, 0, 1.5, True, [None], [1], {"a": 1}, "org.apache.")
+        ],
+        *[("client_id", bad) for bad in (True, [], NAN, ["("], 7, {"a": "b"})],
+        *[("match", bad) for bad in ({}, 0, "client_id=x", [1], [None])],
+        *[("thresholds", bad) for bad in ({}, 0, "", "[]")],
+        *[("use_default_rules", bad) for bad in ("false", "no", 0, 1, None, [])],
+        *[("kafka_config_id", bad) for bad in ("<script>alert(1)</script>", "(", "", " ", "a" * 251, 5)],
+    ],
+)
+def test_a_value_of_the_wrong_type_is_refused_naming_its_field(field: str, value: object) -> None:
+    """Never coerced into text that means something else (``[None]`` -> prefix 'None', 'false' -> True)."""
+    with pytest.raises(SubscriptionValidationError) as caught:
+        TroubleshootingRequest.from_params({**defaults(), field: value})
+    assert caught.value.field == field, caught.value
+    assert "\n" not in str(caught.value)
