@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import re
 import sys
 import time
 from collections.abc import Iterable
@@ -31,6 +32,8 @@ from airflow_provider_kip714.telemetry.landing import (
     land_topic,
 )
 
+_TOPIC = re.compile(r"[A-Za-z0-9._-]{1,249}", re.ASCII)
+
 
 def _connection_options(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("connection (one of --bootstrap-server or --conn-id)")
@@ -38,7 +41,7 @@ def _connection_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--command-config", type=Path, help="Java .properties file with client settings")
     group.add_argument("--conn-id", help="Airflow connection id whose extra is the librdkafka config")
     parser.add_argument(
-        "--topic", default=DEFAULT_TELEMETRY_TOPIC, help="telemetry topic (default %(default)s)"
+        "--topic", type=_topic, default=DEFAULT_TELEMETRY_TOPIC, help="telemetry topic (default %(default)s)"
     )
     parser.add_argument(
         "--value-format",
@@ -138,7 +141,19 @@ def _utc_time(text: str) -> datetime:
         raise argparse.ArgumentTypeError(
             f"not an ISO-8601 time: {text!r} (e.g. 2026-11-22T10:00:00Z)"
         ) from None
-    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+    moment = moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+    if moment.timestamp() < 0:  # Kafka's record timestamps start at the Unix epoch
+        raise argparse.ArgumentTypeError(f"must be at or after 1970-01-01T00:00:00Z (got {text!r})")
+    return moment
+
+
+def _topic(text: str) -> str:
+    """Kafka's topic-name rule (1..249 of letters, digits, '.', '_', '-'; not '.' or '..')."""
+    if not _TOPIC.fullmatch(text) or text in (".", ".."):
+        raise argparse.ArgumentTypeError(
+            f"must be a Kafka topic name: 1 to 249 letters, digits, '.', '_' or '-' (got {text!r})"
+        )
+    return text
 
 
 def _hook(args: argparse.Namespace):  # -> TelemetryTopicHook (imported lazily: Airflow is slow to import)
@@ -167,6 +182,10 @@ def _run_land(args: argparse.Namespace) -> int:
     _check_seconds(args, "--timeout-s", "--chunk-interval-s", "--metadata-timeout-s")
     _quiet_client_logs(args)
     out = checked_location(args.out, "--out")  # before any connection: a bad place loses nothing
+    if args.since is not None and args.until is not None and args.since >= args.until:
+        raise Kip714Error(
+            f"--since: must be before --until ({args.since.isoformat()} >= {args.until.isoformat()})"
+        )
     config, conn_id = client_config_from_args(args)
     if conn_id is not None:
         config = _hook(args).client_config()

@@ -37,6 +37,13 @@ CASES = [
     ([*LAND[:-1], "0"], "--metadata-timeout-s: must be more than zero"),
     ([*LAND, "--max-records", "0"], "max_records: must be a positive integer"),
     ([*LAND, "--follow"], "follow: needs max_records or timeout_s"),
+    ([*LAND, "--topic", ""], "telemetry land: argument --topic: must be a Kafka topic name"),
+    ([*LAND, "--topic", ".."], "telemetry land: argument --topic: must be a Kafka topic name"),
+    ([*LAND, "--until", "0001-01-01T00:00:00Z"], "telemetry land: argument --until: must be at or after"),
+    (
+        [*LAND, "--since", "2026-11-25T00:00:00Z", "--until", "2026-11-24T00:00:00Z"],
+        "--since: must be before --until",
+    ),
 ]
 
 
