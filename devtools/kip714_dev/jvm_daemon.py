@@ -7,15 +7,13 @@ stranger.
 
 from __future__ import annotations
 
-import contextlib
 import os
-import signal
 import subprocess
 from datetime import UTC, datetime
 from pathlib import Path
 
 from kip714_dev.errors import LocalKafkaError
-from kip714_dev.local_kafka.process_control import _command_line, is_alive, read_pid, wait_for_exit, write_pid
+from kip714_dev.local_kafka.process_control import _command_line, is_alive, read_pid, terminate_if, write_pid
 
 
 def is_ours(pid: int, marker: str) -> bool:
@@ -63,17 +61,7 @@ def launch(
 
 def terminate(pid: int, marker: str, timeout_s: float) -> bool:
     """SIGTERM, then SIGKILL after ``timeout_s``; True when it had to kill. Only if the PID is ours."""
-    if not is_ours(pid, marker):
-        return False
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(pid, signal.SIGTERM)
-    if wait_for_exit(pid, timeout_s):
-        return False
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(pid, signal.SIGKILL)
-    if not wait_for_exit(pid, 10):
-        raise LocalKafkaError(f"pid {pid} survived SIGKILL; check the machine")
-    return True
+    return terminate_if(pid, lambda candidate: is_ours(candidate, marker), timeout_s)
 
 
 def log_tail(path: Path, lines: int = 20) -> str:

@@ -10,6 +10,7 @@ import contextlib
 import os
 import signal
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from kip714_dev.errors import LocalKafkaError
@@ -92,16 +93,22 @@ def wait_for_exit(pid: int, timeout_s: float) -> bool:
 
 def terminate(pid: int, server_properties: Path, timeout_s: float) -> bool:
     """SIGTERM (Kafka's clean shutdown), then SIGKILL only after ``timeout_s``; True if it had to kill."""
-    if not is_our_broker(pid, server_properties):
+    return terminate_if(pid, lambda candidate: is_our_broker(candidate, server_properties), timeout_s)
+
+
+def terminate_if(pid: int, ours: Callable[[int], bool], timeout_s: float) -> bool:
+    """SIGTERM, then SIGKILL after ``timeout_s``; True if it had to kill. ``pid`` is signalled only while
+    ``ours(pid)`` holds, so a PID the kernel reused for a stranger is never touched."""
+    if not ours(pid):
         return False
     with contextlib.suppress(ProcessLookupError):
         os.kill(pid, signal.SIGTERM)
     if wait_for_exit(pid, timeout_s):
         return False
-    if not is_our_broker(pid, server_properties):
+    if not ours(pid):
         return False
     with contextlib.suppress(ProcessLookupError):
         os.kill(pid, signal.SIGKILL)
     if not wait_for_exit(pid, 10):
-        raise LocalKafkaError(f"broker pid {pid} survived SIGKILL; check the machine")
+        raise LocalKafkaError(f"pid {pid} survived SIGKILL; check the machine")
     return True
