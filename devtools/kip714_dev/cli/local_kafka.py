@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import sys
 from collections.abc import Iterable
 from dataclasses import asdict
 from pathlib import Path
-from typing import Final
 
 from airflow_provider_kip714.contract.topic import DEFAULT_TELEMETRY_TOPIC
+from kip714_dev.cli import service_commands as service
 from kip714_dev.cli.options import data_dir, port, seconds
 from kip714_dev.errors import LocalKafkaError
 from kip714_dev.local_kafka.broker_config import (
@@ -38,24 +37,51 @@ from kip714_dev.local_kafka.versions import DEFAULT_KAFKA_VERSION, KafkaVersion
 
 log = logging.getLogger(__name__)
 
-EXIT_NOT_RUNNING: Final = 3
 
-
-def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    group = subparsers.add_parser(
+def register(subparsers: service.SubParsers) -> None:
+    commands = service.add_group(
+        subparsers,
         "local-kafka",
         help="run a real Apache Kafka (KRaft, one or more brokers) on 127.0.0.1",
         description="Run a real Apache Kafka (KRaft combined mode, 1 to 9 brokers) from Maven Central jars.",
     )
-    commands = group.add_subparsers(dest="local_kafka_command", required=True, metavar="ACTION")
-
     install = commands.add_parser("install", help="resolve Kafka's jars into the cache (no broker started)")
     _add_version_option(install)
     install.set_defaults(func=run_install)
-
-    start = commands.add_parser("start", help="start the broker in the background and wait until it answers")
+    start, stop = service.add_lifecycle(
+        commands,
+        data_dir_option=_add_data_dir_option,
+        helps=(
+            "start the broker in the background and wait until it answers",
+            "exit 0 when every broker runs, 3 when one does not",
+            "stop every broker cleanly (SIGTERM, SIGKILL only after a timeout)",
+        ),
+        run=(run_start, run_status, run_stop),
+    )
     _add_version_option(start)
-    _add_data_dir_option(start)
+    _add_listener_options(start)
+    _add_plugin_options(start)
+    start.add_argument(
+        "--ready-timeout",
+        type=seconds(),
+        default=DEFAULT_READY_TIMEOUT_S,
+        help="seconds to wait for the broker",
+    )
+    start.add_argument(
+        "--repair-cache",
+        action="store_true",
+        help="re-resolve a damaged jar cache instead of refusing to start",
+    )
+    stop.add_argument(
+        "--timeout",
+        type=seconds(),
+        default=DEFAULT_STOP_TIMEOUT_S,
+        help="seconds before SIGKILL (default %(default)s)",
+    )
+
+
+def _add_listener_options(start: argparse.ArgumentParser) -> None:
+    """Ports, node ids, the cluster's size, SASL users and broker config."""
     start.add_argument(
         "--port", type=port, default=DEFAULT_PORT, help="PLAINTEXT listener port (default %(default)s)"
     )
@@ -96,6 +122,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         metavar="KEY=VALUE",
         help="extra broker config; repeat for several",
     )
+
+
+def _add_plugin_options(start: argparse.ArgumentParser) -> None:
+    """Which broker plugin, the topic it writes and how often it writes broker metrics."""
     plugin = start.add_mutually_exclusive_group()
     plugin.add_argument(
         "--plugin-jar",
@@ -115,36 +145,6 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         default=DEFAULT_BROKER_METRICS_INTERVAL_MS,
         help="how often the plugin writes broker-metric records (default %(default)s)",
     )
-    start.add_argument(
-        "--ready-timeout",
-        type=seconds(),
-        default=DEFAULT_READY_TIMEOUT_S,
-        help="seconds to wait for the broker",
-    )
-    start.add_argument(
-        "--repair-cache",
-        action="store_true",
-        help="re-resolve a damaged jar cache instead of refusing to start",
-    )
-    start.add_argument("--json", action="store_true", help="print the state as JSON")
-    start.set_defaults(func=run_start)
-
-    status = commands.add_parser("status", help="exit 0 when every broker runs, 3 when one does not")
-    _add_data_dir_option(status)
-    status.add_argument("--json", action="store_true", help="print the state as JSON")
-    status.set_defaults(func=run_status)
-
-    stop = commands.add_parser(
-        "stop", help="stop every broker cleanly (SIGTERM, SIGKILL only after a timeout)"
-    )
-    _add_data_dir_option(stop)
-    stop.add_argument(
-        "--timeout",
-        type=seconds(),
-        default=DEFAULT_STOP_TIMEOUT_S,
-        help="seconds before SIGKILL (default %(default)s)",
-    )
-    stop.set_defaults(func=run_stop)
 
 
 def _add_version_option(parser: argparse.ArgumentParser) -> None:
@@ -154,9 +154,9 @@ def _add_version_option(parser: argparse.ArgumentParser) -> None:
 
 
 def _add_data_dir_option(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--data-dir",
-        type=data_dir,
+    service.add_data_dir_option(
+        parser,
+        parse=data_dir,
         default=None,
         help="storage, config, logs, PID and state "
         "(default $KIP714_LOCAL_KAFKA_DIR or ~/.local/state/kip714/local-kafka)",
@@ -209,7 +209,7 @@ def run_start(args: argparse.Namespace) -> int:
     started = start_cluster(members, ready_timeout_s=args.ready_timeout, repair_cache=args.repair_cache)
     states = [node.state for node in started]
     if args.json:
-        print(json.dumps(_describe(states), indent=2, sort_keys=True))
+        service.print_json(_describe(states))
         return 0
     first = states[0]
     plugin = f"plugin {first.plugin_jar}" if first.plugin_jar else "no broker plugin"
@@ -254,14 +254,13 @@ def run_status(args: argparse.Namespace) -> int:
         members = cluster_status(data_dir)
     except BrokerNotReadyError as err:
         print(str(err), file=sys.stderr)
-        return EXIT_NOT_RUNNING
+        return service.EXIT_NOT_RUNNING
     states = [state for _, state in members if state is not None]
     down = [str(member) for member, state in members if state is None]
     if not states:
-        print(f"no local Kafka runs from {data_dir}", file=sys.stderr if args.json else sys.stdout)
-        return EXIT_NOT_RUNNING
+        return service.not_running("local Kafka", data_dir, as_json=args.json)
     if args.json:
-        print(json.dumps({**_describe(states), "stopped": down}, indent=2, sort_keys=True))
+        service.print_json({**_describe(states), "stopped": down})
     else:
         for state in states:
             sasl = f", SASL_PLAINTEXT {state.sasl_bootstrap_servers}" if state.sasl_bootstrap_servers else ""
@@ -271,7 +270,7 @@ def run_status(args: argparse.Namespace) -> int:
             )
         for member in down:
             print(f"not running: the broker of {member}")
-    return EXIT_NOT_RUNNING if down else 0
+    return service.EXIT_NOT_RUNNING if down else 0
 
 
 def run_stop(args: argparse.Namespace) -> int:
