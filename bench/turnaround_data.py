@@ -11,6 +11,7 @@ import shutil
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from tests.support.broker_landing import ExportTime, broker_push_rows
 from tests.support.synthetic_landing import (
     NANOS,
     LandingWriter,
@@ -27,6 +28,7 @@ HOUR = (datetime(2026, 11, 22, 8, tzinfo=UTC), datetime(2026, 11, 22, 9, tzinfo=
 BROKERS = 3
 CLIENTS_PER_BROKER = 3
 PUSH_SECONDS = 10
+EXPORT_TIME = ExportTime(sum_per_push=0.5, min=0.1, max=4.2, buckets_per_push=[1, 0, 0, 0])
 
 
 def broker_rows(start: datetime, end: datetime) -> list[dict[str, object]]:
@@ -37,67 +39,23 @@ def broker_rows(start: datetime, end: datetime) -> list[dict[str, object]]:
         clients = [make_client(100 + broker * 10 + i) for i in range(CLIENTS_PER_BROKER)]
         for step, second in enumerate(moments):
             pushes = step + 1
-            base = {
-                "record_type": "broker",
-                "node_id": broker,
-                "cluster_id": "bench-cluster",
-                "resource_attributes": {"node_id": str(broker), "cluster_id": "bench-cluster"},
-                "time": second * NANOS + broker * 1000,
-                "start_time": int(start.timestamp()) * NANOS,
-            }
-            rows.append(
-                {
-                    **base,
-                    "metric_name": "kafka.server.client_metrics.instance.count",
-                    "metric_type": "gauge",
-                    "value": float(len(clients)),
-                    "start_time": None,
-                }
-            )
-            rows.append(
-                {
-                    **base,
-                    "metric_name": "kafka.server.client_metrics.unknown_subscription_request.count",
-                    "metric_type": "sum",
-                    "temporality": "cumulative",
-                    "is_monotonic": True,
-                    "value": float(pushes),
-                }
-            )
-            for index, client in enumerate(clients):
-                labels = {"client_instance_id": client.instance_id}
-                counters = {
+            counters = {
+                client.instance_id: {
                     "plugin_export.count": pushes,
                     "throttle.count": index * pushes,
                     "plugin_error.count": 0,
                 }
-                for suffix, total in counters.items():
-                    rows.append(
-                        {
-                            **base,
-                            "metric_name": f"kafka.server.client_metrics.{suffix}",
-                            "metric_type": "sum",
-                            "temporality": "cumulative",
-                            "is_monotonic": True,
-                            "attributes": labels,
-                            "value": float(total),
-                        }
-                    )
-                rows.append(
-                    {
-                        **base,
-                        "metric_name": "kafka.server.client_metrics.plugin_export.time",
-                        "metric_type": "histogram",
-                        "temporality": "cumulative",
-                        "attributes": labels,
-                        "count": pushes,
-                        "sum": 0.5 * pushes,
-                        "min": 0.1,
-                        "max": 4.2,
-                        "bucket_counts": [pushes, 0, 0, 0],
-                        "explicit_bounds": [1.0, 5.0, 10.0],
-                    }
-                )
+                for index, client in enumerate(clients)
+            }
+            rows += broker_push_rows(
+                node_id=broker,
+                cluster_id="bench-cluster",
+                time_ns=second * NANOS + broker * 1000,
+                start_ns=int(start.timestamp()) * NANOS,
+                pushes=pushes,
+                counters=counters,
+                export_time=EXPORT_TIME,
+            )
     return rows
 
 

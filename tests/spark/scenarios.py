@@ -12,6 +12,7 @@ from datetime import UTC, datetime, timedelta
 
 import numpy as np
 
+from tests.support.broker_landing import ExportTime, broker_push_rows
 from tests.support.synthetic_landing import (
     JAVA,
     LIBRDKAFKA,
@@ -222,67 +223,23 @@ def write_broker_scenario(root: str) -> BrokerScenario:
             restarted = broker == 1 and moment_ns >= ns(restart)
             origin = ns(restart) if restarted else ns(start)
             pushes = (moment_ns - origin) // (PUSH_SECONDS * NANOS) + 1
-            base = {
-                "record_type": "broker",
-                "node_id": broker,
-                "cluster_id": "cluster-a",
-                "resource_attributes": {"node_id": str(broker), "cluster_id": "cluster-a"},
-                "time": moment_ns,
-                "start_time": origin,
-            }
-            rows.append(
-                {
-                    **base,
-                    "metric_name": "kafka.server.client_metrics.instance.count",
-                    "metric_type": "gauge",
-                    "value": float(len(clients)),
-                    "start_time": None,
-                }
-            )
-            rows.append(
-                {
-                    **base,
-                    "metric_name": "kafka.server.client_metrics.unknown_subscription_request.count",
-                    "metric_type": "sum",
-                    "temporality": "cumulative",
-                    "is_monotonic": True,
-                    "value": float(pushes),
-                }
-            )
+            counters = {}
             for client in clients:
-                labels = {"client_instance_id": client.instance_id}
-                counters = {"plugin_export.count": pushes}
+                totals = {"plugin_export.count": pushes}
                 if client is throttled:
-                    counters["throttle.count"] = 3 * pushes
+                    totals["throttle.count"] = 3 * pushes
                 if client is failing:
-                    counters["plugin_error.count"] = pushes
-                for suffix, total in counters.items():
-                    rows.append(
-                        {
-                            **base,
-                            "metric_name": f"kafka.server.client_metrics.{suffix}",
-                            "metric_type": "sum",
-                            "temporality": "cumulative",
-                            "is_monotonic": True,
-                            "attributes": labels,
-                            "value": float(total),
-                        }
-                    )
-                rows.append(
-                    {
-                        **base,
-                        "metric_name": "kafka.server.client_metrics.plugin_export.time",
-                        "metric_type": "histogram",
-                        "temporality": "cumulative",
-                        "attributes": labels,
-                        "count": pushes,
-                        "sum": 3.0 * pushes,
-                        "min": 3.0,
-                        "max": 3.0,
-                        "bucket_counts": [0, pushes, 0, 0],
-                        "explicit_bounds": [1.0, 5.0, 10.0],
-                    }
-                )
+                    totals["plugin_error.count"] = pushes
+                counters[client.instance_id] = totals
+            rows += broker_push_rows(
+                node_id=broker,
+                cluster_id="cluster-a",
+                time_ns=moment_ns,
+                start_ns=origin,
+                pushes=pushes,
+                counters=counters,
+                export_time=ExportTime(sum_per_push=3.0, min=3.0, max=3.0, buckets_per_push=[0, 1, 0, 0]),
+            )
     for client in (calm, throttled, failing):
         rows.append(
             {
