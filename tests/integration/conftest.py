@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 from object_storage import local_s3  # noqa: F401 (the session's S3 server, for any test here)
+from subscription_fixtures import admin, cleanup  # noqa: F401 (a CLIENT_METRICS admin, for any test here)
 
 INTEGRATION_DIR = Path(__file__).parent
 

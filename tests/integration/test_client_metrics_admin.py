@@ -7,12 +7,12 @@ import os
 import subprocess
 import sys
 import uuid
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 from kip714_dev.local_kafka.cluster import LocalKafkaCluster
+from subscription_fixtures import unique
 
 from airflow_provider_kip714.clock import ManualClock
 from airflow_provider_kip714.exceptions import (
@@ -29,27 +29,9 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 KIP714 = [sys.executable, "-m", "airflow_provider_kip714.cli.main"]
 
 
-def unique(prefix: str) -> str:
-    return f"{prefix}-{uuid.uuid4().hex[:10]}"
-
-
 def nobody() -> str:
     """A match that no real client of the session has, so tests never change other tests' clients."""
     return f"client_id=nobody-{uuid.uuid4().hex[:8]}"
-
-
-@pytest.fixture
-def admin(kafka_cluster: LocalKafkaCluster) -> Iterator[ClientMetricsAdmin]:
-    with ClientMetricsAdmin(to_kafka_python_kwargs(kafka_cluster.client_config())) as opened:
-        yield opened
-
-
-@pytest.fixture
-def cleanup(admin: ClientMetricsAdmin) -> Iterator[list[str]]:
-    names: list[str] = []
-    yield names
-    for name in names:
-        admin.delete(name)
 
 
 def test_create_describe_list_alter_delete_round_trip(admin: ClientMetricsAdmin, cleanup: list[str]) -> None:

@@ -13,7 +13,6 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -44,12 +43,6 @@ def airflow_env(kafka_cluster: LocalKafkaCluster, tmp_path_factory: pytest.TempP
     """Environment for an isolated Airflow: tmp AIRFLOW_HOME, SQLite, kafka_default -> the session Kafka."""
     home = tmp_path_factory.mktemp("airflow-home")
     return make_airflow_env(home, home / "kip714-data", kafka_cluster, dags_folder=TEST_DAGS)
-
-
-@pytest.fixture
-def admin(kafka_cluster: LocalKafkaCluster) -> Iterator[ClientMetricsAdmin]:
-    with ClientMetricsAdmin(to_kafka_python_kwargs(kafka_cluster.client_config())) as opened:
-        yield opened
 
 
 def names_with_label(admin: ClientMetricsAdmin, label: str) -> list[str]:

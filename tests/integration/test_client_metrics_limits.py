@@ -12,36 +12,17 @@ import json
 import subprocess
 import sys
 import uuid
-from collections.abc import Iterator
 
 import pytest
 from kafka.admin import AlterConfigOp
 from kip714_dev.local_kafka.cluster import LocalKafkaCluster
+from subscription_fixtures import unique
 
 from airflow_provider_kip714.exceptions import SubscriptionValidationError
 from airflow_provider_kip714.subscriptions.admin import ClientMetricsAdmin, UpsertOutcome
-from airflow_provider_kip714.subscriptions.kafka_python_config import to_kafka_python_kwargs
 from airflow_provider_kip714.subscriptions.model import Subscription
 
 KIP714 = [sys.executable, "-m", "airflow_provider_kip714.cli.main"]
-
-
-def unique(prefix: str) -> str:
-    return f"{prefix}-{uuid.uuid4().hex[:10]}"
-
-
-@pytest.fixture
-def admin(kafka_cluster: LocalKafkaCluster) -> Iterator[ClientMetricsAdmin]:
-    with ClientMetricsAdmin(to_kafka_python_kwargs(kafka_cluster.client_config())) as opened:
-        yield opened
-
-
-@pytest.fixture
-def cleanup(admin: ClientMetricsAdmin) -> Iterator[list[str]]:
-    names: list[str] = []
-    yield names
-    for name in names:
-        admin.delete(name)
 
 
 def raw_create(admin: ClientMetricsAdmin, name: str, configs: dict[str, str]) -> None:

@@ -24,7 +24,7 @@ from kip714_dev.local_kafka.cluster import LocalKafkaCluster
 from kip714_dev.local_kafka.cluster_factory import LocalKafkaClusterFactory
 from object_storage import CONN_ID, LocalS3
 from spark_cluster import local_spark  # noqa: F401 (fixture)
-from test_dags_troubleshoot import start_clients_when_subscribed, troubleshoot_names
+from test_dags_troubleshoot import start_clients_when_subscribed, troubleshoot_conf, troubleshoot_names
 
 from airflow_provider_kip714.analytics.tables import read_table
 from airflow_provider_kip714.storage.data_root import RunArea, as_storage_path
@@ -101,14 +101,7 @@ def test_troubleshoot_on_s3_and_spark_standalone(
     if not kafka_cluster.plugin_loaded:
         pytest.skip("broker plugin jar not built: run `make plugin`")
     prefix = f"cl-{uuid.uuid4().hex[:8]}"
-    conf = {
-        "client_id": f"{prefix}-.*",
-        "interval_ms": 1000,
-        "window_seconds": WINDOW_S,
-        "bucket": "5s",
-        "metrics": ["org.apache.kafka.producer.", "org.apache.kafka.consumer."],
-        "baseline_min_buckets": 3,
-    }
+    conf = troubleshoot_conf(prefix, WINDOW_S)
     with ClientMetricsAdmin(to_kafka_python_kwargs(kafka_cluster.client_config())) as admin:
         before = troubleshoot_names(admin)
         thread, clients = start_clients_when_subscribed(

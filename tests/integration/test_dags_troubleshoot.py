@@ -11,7 +11,6 @@ import re
 import threading
 import time
 import uuid
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -21,7 +20,6 @@ from kip714_dev.local_kafka.cluster import LocalKafkaCluster
 from telemetry_helpers import run_librdkafka_clients
 
 from airflow_provider_kip714.subscriptions.admin import ClientMetricsAdmin
-from airflow_provider_kip714.subscriptions.kafka_python_config import to_kafka_python_kwargs
 from airflow_provider_kip714.subscriptions.window_name import parse_window_name, try_parse_window_name
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.slow]
@@ -36,17 +34,25 @@ def airflow_env(kafka_cluster: LocalKafkaCluster, tmp_path_factory: pytest.TempP
     return make_airflow_env(home, home / "data", kafka_cluster)
 
 
-@pytest.fixture
-def admin(kafka_cluster: LocalKafkaCluster) -> Iterator[ClientMetricsAdmin]:
-    with ClientMetricsAdmin(to_kafka_python_kwargs(kafka_cluster.client_config())) as opened:
-        yield opened
-
-
 def troubleshoot_names(admin: ClientMetricsAdmin) -> set[str]:
     return {
         name
         for name in admin.list_names()
         if (window := try_parse_window_name(name)) is not None and window.label == "troubleshoot"
+    }
+
+
+def troubleshoot_conf(prefix: str, window_seconds: int, **extra: object) -> dict[str, object]:
+    """The troubleshoot DAG's conf for this run's clients (``<prefix>-*``): 1 s pushes, 5 s buckets,
+    producer and consumer metrics, baselines from 3 buckets on."""
+    return {
+        "client_id": f"{prefix}-.*",
+        "interval_ms": 1000,
+        "window_seconds": window_seconds,
+        "bucket": "5s",
+        "metrics": ["org.apache.kafka.producer.", "org.apache.kafka.consumer."],
+        "baseline_min_buckets": 3,
+        **extra,
     }
 
 
@@ -78,13 +84,10 @@ def test_troubleshoot_window_ends_with_report_and_no_subscription(
     if not kafka_cluster.plugin_loaded:
         pytest.skip("broker plugin jar not built: run `make plugin`")
     prefix = f"ts-{uuid.uuid4().hex[:8]}"
-    conf = {
-        "client_id": f"{prefix}-.*",
-        "interval_ms": 1000,
-        "window_seconds": WINDOW_S,
-        "bucket": "5s",
-        "metrics": ["org.apache.kafka.producer.", "org.apache.kafka.consumer."],
-        "thresholds": [
+    conf = troubleshoot_conf(
+        prefix,
+        WINDOW_S,
+        thresholds=[
             # every producer queue-time value breaches ">= 0": the anomaly path must name the client
             {
                 "metric_prefix": "org.apache.kafka.producer.record.queue.time",
@@ -94,8 +97,7 @@ def test_troubleshoot_window_ends_with_report_and_no_subscription(
                 "for_seconds": 0,
             }
         ],
-        "baseline_min_buckets": 3,
-    }
+    )
     before = troubleshoot_names(admin)
     thread, clients = start_clients_when_subscribed(
         admin, before, kafka_cluster.client_config(), prefix, seconds=WINDOW_S - 5

@@ -2,22 +2,25 @@
 
 from __future__ import annotations
 
-import os
-import signal
 import subprocess
-import sys
 import threading
 import time
 
 import pytest
 from kip714_dev.local_kafka.cluster import LocalKafkaCluster
+from landing_crash import (
+    assert_landed_exactly_once,
+    kill_mid_landing,
+    land_command,
+    landing_env,
+    rerun_landing,
+)
 from object_storage import LocalS3
 from telemetry_helpers import (
     client_headers,
     create_topic,
     good_records,
     offsets_by_partition,
-    points_per_offset,
     produce_records,
     producer_like_payload,
 )
@@ -30,11 +33,6 @@ from airflow_provider_kip714.telemetry.landing_zone import LandingZone
 pytestmark = pytest.mark.cluster
 
 TOPIC = "_client_telemetry"
-
-
-def _land_command(bootstrap: str, topic: str, out: str, *extra: str) -> list[str]:
-    command = [sys.executable, "-m", "airflow_provider_kip714.cli.main", "telemetry", "land"]
-    return [*command, "--bootstrap-server", bootstrap, "--topic", topic, "--out", out, *extra]
 
 
 def _prefix(url: str) -> str:
@@ -50,51 +48,24 @@ def test_sigkill_mid_landing_on_s3_then_rerun_has_no_duplicates_or_gaps(
     total = 30_000
     produce_records(config, topic, good_records(total, partitions=3, points=4))
     url = local_s3.url()
-    env = {**os.environ, "PYTHONWARNINGS": "ignore"}
-    child = subprocess.Popen(
-        _land_command(
-            kafka_cluster.bootstrap_servers, topic, url, "--chunk-records", "600", "--workers", "2"
-        ),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        env=env,
+
+    def committed_six() -> bool:
+        markers = local_s3.keys(_prefix(url) + "/_commits/")
+        return len([key for key in markers if key.endswith(".commit")]) >= 6
+
+    bootstrap = kafka_cluster.bootstrap_servers
+    kill_mid_landing(
+        land_command(bootstrap, topic, url, "--chunk-records", "600", "--workers", "2"),
+        committed_six,
+        deadline_s=180,
+        poll_s=0.1,
     )
-    try:
-        deadline = time.monotonic() + 180
-        while time.monotonic() < deadline and child.poll() is None:
-            if (
-                len([key for key in local_s3.keys(_prefix(url) + "/_commits/") if key.endswith(".commit")])
-                >= 6
-            ):
-                break
-            time.sleep(0.1)
-        assert child.poll() is None, f"landing finished before it could be killed: {child.stderr.read()!r}"
-        child.send_signal(signal.SIGKILL)
-        child.wait(30)
-    finally:
-        if child.poll() is None:
-            child.kill()
-            child.wait(30)
     zone = LandingZone(url, topic)
     landed_before = zone.read_table("raw").num_rows
     assert 0 < landed_before < total
 
-    rerun = subprocess.run(
-        _land_command(kafka_cluster.bootstrap_servers, topic, url, "--json"),
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=600,
-        check=False,
-    )
-    assert rerun.returncode == 0, rerun.stderr
-    raw = zone.read_table("raw")
-    per_partition = total // 3
-    assert offsets_by_partition(raw) == {p: list(range(per_partition)) for p in range(3)}
-    datapoints = zone.read_table("datapoints")
-    counts = points_per_offset(datapoints)
-    assert len(counts) == total and set(counts.values()) == {4}
-    assert datapoints.num_rows == total * 4
+    rerun_landing(land_command(bootstrap, topic, url, "--json"), timeout_s=600)
+    assert_landed_exactly_once(zone.read_table("raw"), zone.read_table("datapoints"), total)
     # every data file left in the bucket is named by a marker: the rerun removed the killed run's orphans
     committed = {f"{chunk.stem}.{token}" for chunk, token in zone.committed()}
     data_keys = [key for key in local_s3.keys(_prefix(url) + "/") if key.endswith(".parquet")]
@@ -138,8 +109,8 @@ def test_two_landings_on_one_s3_zone_one_wins_the_other_fails_cleanly(
     topic = create_topic(config, partitions=2)
     produce_records(config, topic, good_records(400, partitions=2, points=2))
     url = local_s3.url()
-    env = {**os.environ, "PYTHONWARNINGS": "ignore"}
-    command = _land_command(kafka_cluster.bootstrap_servers, topic, url, "--follow", "--timeout-s", "20")
+    env = landing_env()
+    command = land_command(kafka_cluster.bootstrap_servers, topic, url, "--follow", "--timeout-s", "20")
     runs = [
         subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
         for _ in range(2)

@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -13,6 +9,7 @@ from typing import Any
 
 import pytest
 from kip714_dev.local_kafka.cluster import LocalKafkaCluster
+from landing_crash import assert_landed_exactly_once, kill_mid_landing, land_command, rerun_landing
 from plugin_topic import wait_for
 from telemetry_helpers import (
     create_topic,
@@ -72,23 +69,6 @@ def test_hook_iterates_decoded_records(kafka_cluster: LocalKafkaCluster) -> None
     assert list(hook.iter_records("latest", timeout_s=5)) == []
 
 
-def _land_command(bootstrap: str, topic: str, out: Path, *extra: str) -> list[str]:
-    return [
-        sys.executable,
-        "-m",
-        "airflow_provider_kip714.cli.main",
-        "telemetry",
-        "land",
-        "--bootstrap-server",
-        bootstrap,
-        "--topic",
-        topic,
-        "--out",
-        str(out),
-        *extra,
-    ]
-
-
 def test_sigkill_mid_landing_then_rerun_has_no_duplicates_or_gaps(
     kafka_cluster: LocalKafkaCluster, tmp_path: Path
 ) -> None:
@@ -97,47 +77,18 @@ def test_sigkill_mid_landing_then_rerun_has_no_duplicates_or_gaps(
     total = 30_000
     produce_records(config, topic, good_records(total, partitions=3, points=4))
     out = tmp_path / "zone"
-    env = {**os.environ, "PYTHONWARNINGS": "ignore"}
-    child = subprocess.Popen(
-        _land_command(
-            kafka_cluster.bootstrap_servers, topic, out, "--chunk-records", "600", "--workers", "2"
-        ),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        env=env,
+    bootstrap = kafka_cluster.bootstrap_servers
+    kill_mid_landing(
+        land_command(bootstrap, topic, out, "--chunk-records", "600", "--workers", "2"),
+        lambda: len(list((out / "raw").glob("p*.parquet"))) >= 6,
+        deadline_s=120,
+        poll_s=0.05,
     )
-    try:
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline and child.poll() is None:
-            if len(list((out / "raw").glob("p*.parquet"))) >= 6:
-                break
-            time.sleep(0.05)
-        assert child.poll() is None, f"landing finished before it could be killed: {child.stderr.read()!r}"
-        child.send_signal(signal.SIGKILL)  # staging threads die with it: landing starts no processes
-        child.wait(30)
-    finally:
-        if child.poll() is None:
-            child.kill()
-            child.wait(30)
     landed_before = read_dir(out / "raw").num_rows
     assert 0 < landed_before < total
 
-    rerun = subprocess.run(
-        _land_command(kafka_cluster.bootstrap_servers, topic, out, "--json"),
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-        check=False,
-    )
-    assert rerun.returncode == 0, rerun.stderr
-    raw = read_dir(out / "raw")
-    per_partition = total // 3
-    assert offsets_by_partition(raw) == {p: list(range(per_partition)) for p in range(3)}
-    datapoints = read_dir(out / "datapoints")
-    counts = points_per_offset(datapoints)
-    assert len(counts) == total and set(counts.values()) == {4}
-    assert datapoints.num_rows == total * 4
+    rerun_landing(land_command(bootstrap, topic, out, "--json"), timeout_s=300)
+    assert_landed_exactly_once(read_dir(out / "raw"), read_dir(out / "datapoints"), total)
     assert not [path for path in out.rglob("*") if path.name.startswith(".tmp-")]
 
 
