@@ -97,11 +97,15 @@ with DAG(
 
     @task
     def land(window: dict[str, Any]) -> dict[str, Any]:
-        """Land the topic while the window lasts (bounds from ``open_subscription``); logs what landed."""
+        """Land the topic while the window lasts (bounds from ``open_subscription``); logs what landed.
+
+        First it records the window (name, creation, prefixes, selectors) in the run's folder: the UI
+        follows the open window's convergence from that record and what has landed so far."""
         context = get_current_context()
         request = TroubleshootingRequest.from_params(context["params"])
         area = troubleshoot_area(context["run_id"])
         write_run_owner(area, context["dag"].dag_id, context["run_id"])  # the UI asks who may read it
+        write_convergence_windows(area, window, request.metrics, request.match_map())
         return land_window(request, area, WindowBounds.of_xcom(window))
 
     landed = land.override(task_id="land_window")(open_subscription.output)

@@ -14,6 +14,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Final
 
+from airflow_provider_kip714.analytics.convergence_live import ConvergenceWindow
 from airflow_provider_kip714.exceptions import Kip714Error
 from airflow_provider_kip714.storage.data_root import RunArea
 from airflow_provider_kip714.troubleshooting.request import TroubleshootingRequest
@@ -105,8 +106,10 @@ CONVERGENCE_WINDOWS_FILE: Final = "convergence-windows.json"
 def write_convergence_windows(
     zone: RunArea, window: Mapping[str, Any], metrics: Sequence[str], match: Mapping[str, str]
 ) -> Path:
-    """Write ``<zone>/convergence-windows.json`` for the convergence step: this window's subscription,
-    when it was created, what it asks for and whom it matches (``--windows`` of spark_apps/convergence.py)."""
+    """Write ``<zone>/convergence-windows.json``: this window's subscription, when it was created, what it
+    asks for and whom it matches. The DAG writes it as soon as the subscription exists (the UI follows the
+    open window from it, ``read_convergence_windows``) and the convergence step reads it (``--windows``
+    of spark_apps/convergence.py)."""
     bounds = WindowBounds.of_xcom(window)
     entry = {
         "name": str(window["name"]),
@@ -118,3 +121,37 @@ def write_convergence_windows(
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps([entry], indent=2) + "\n")
     return path
+
+
+def read_convergence_windows(zone: RunArea) -> list[ConvergenceWindow]:
+    """The windows ``write_convergence_windows`` recorded in ``zone`` (none when absent or unreadable).
+
+    The file is the provider's own, but a page must not fail on a damaged one: entries that do not
+    have the written shape are skipped and logged.
+    """
+    path = zone.root / CONVERGENCE_WINDOWS_FILE
+    try:
+        entries = json.loads(path.read_text()) if path.exists() else []
+    except (OSError, ValueError) as err:
+        log.warning("cannot read %s (%s)", path, err)
+        return []
+    windows = []
+    for entry in entries if isinstance(entries, list) else []:
+        try:
+            subscribed_at = datetime.fromisoformat(str(entry["subscribed_at"]))
+            if subscribed_at.tzinfo is None:
+                raise ValueError("subscribed_at has no time zone")
+            metrics, match = entry.get("metrics") or ["*"], entry.get("match") or {}
+            if not all(isinstance(m, str) for m in metrics) or not isinstance(match, dict):
+                raise ValueError("metrics must be strings and match an object")
+            windows.append(
+                ConvergenceWindow(
+                    str(entry["name"]),
+                    subscribed_at.astimezone(UTC),
+                    tuple(metrics),
+                    {str(k): str(v) for k, v in match.items()},
+                )
+            )
+        except (KeyError, TypeError, ValueError) as err:
+            log.warning("skipping a window entry of %s (%s)", path, err)
+    return windows

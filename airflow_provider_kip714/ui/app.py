@@ -24,6 +24,7 @@ from airflow_provider_kip714.analytics import plots
 from airflow_provider_kip714.analytics.tables import read_table
 from airflow_provider_kip714.report import fleet_health
 from airflow_provider_kip714.ui import access, report_files, telemetry_view
+from airflow_provider_kip714.ui.convergence_view import live_convergence
 from airflow_provider_kip714.ui.runs import SCHEDULED_KEY, RunChoice, find_run, run_choices
 from airflow_provider_kip714.ui.subscriptions_view import (
     SubscriptionsView,
@@ -98,11 +99,12 @@ def render_page(run_key: str, client: str | None, user: Any) -> str:
     silent, _ = fleet_health.delivery_rows(delivery)
     windows, _ = fleet_health.convergence_rows(read_table(choice.zone, "convergence"))
     subscriptions = _subscriptions(user)
+    runs = visible_runs(user)
     template = TEMPLATES.get_template("telemetry.html")
     return template.render(
         now=now,
         run=choice,
-        runs=visible_runs(user),
+        runs=runs,
         analytics_path=str(choice.zone.analytics),
         subscriptions=subscriptions,
         anomalies=_records(telemetry_view.recent_anomalies(anomalies)),
@@ -121,6 +123,9 @@ def render_page(run_key: str, client: str | None, user: Any) -> str:
         convergence=_records(windows),
         convergence_columns=fleet_health.CONVERGENCE_WINDOW_COLUMNS,
         active_names={row.name for row in subscriptions.rows},
+        live=live_convergence(subscriptions, runs, datetime.now(UTC)),
+        libraries=_records(telemetry_view.library_capabilities(read_table(choice.zone, "capabilities"))),
+        library_columns=telemetry_view.LIBRARY_COLUMNS,
     )
 
 

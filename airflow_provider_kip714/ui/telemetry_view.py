@@ -15,6 +15,8 @@ METRICS_PER_CLIENT = 4
 ANOMALY_COLUMNS = [
     "severity",
     "kind",
+    "baseline_kind",
+    "peer_group",
     "rule_name",
     "client_id",
     "client_instance_id",
@@ -46,6 +48,15 @@ BROKER_COLUMNS = [
     "plugin_failing",
     "throttled_clients",
 ]
+
+
+LIBRARY_COLUMNS = (
+    ("library", "library"),
+    ("metrics", "metrics pushed"),
+    ("instances", "instances"),
+    ("push_bytes", "est. push of all (bytes)"),
+    ("last_seen", "last seen"),
+)
 
 
 @dataclass(frozen=True)
@@ -151,3 +162,31 @@ def broker_totals(broker_metrics: pd.DataFrame) -> dict[str, float]:
         if column in broker_metrics.columns:
             totals[column] = float(broker_metrics[column].fillna(0).sum())
     return totals
+
+
+def library_capabilities(capabilities: pd.DataFrame) -> pd.DataFrame:
+    """Per client library and version: metrics pushed, most instances seen, the guardrail's estimate of
+    one push of all of them (``troubleshooting.guardrails.estimate_push_bytes``) and when last seen."""
+    from airflow_provider_kip714.troubleshooting.guardrails import Capability, estimate_push_bytes
+
+    if capabilities.empty:
+        return capabilities
+    latest = capabilities.sort_values("last_seen").drop_duplicates(
+        ["client_software_name", "client_software_version", "metric_name"], keep="last"
+    )
+    rows = []
+    for (name, version), part in latest.groupby(["client_software_name", "client_software_version"]):
+        pushed = [
+            Capability(str(name), str(version), str(metric), float(points) if pd.notna(points) else 1.0)
+            for metric, points in zip(part["metric_name"], part["points_per_push"], strict=True)
+        ]
+        rows.append(
+            {
+                "library": f"{name} {version}",
+                "metrics": len(pushed),
+                "instances": int(part["instances"].max()),
+                "push_bytes": estimate_push_bytes(pushed),
+                "last_seen": part["last_seen"].max(),
+            }
+        )
+    return pd.DataFrame(rows).sort_values("library")
