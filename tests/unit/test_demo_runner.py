@@ -7,7 +7,7 @@ from pathlib import Path
 
 from kip714_dev.demo.fleet import default_fleet
 from kip714_dev.demo.fleet_client import ClientBehaviour, ClientSpec
-from kip714_dev.demo.runner import DemoSettings, task_log_line, troubleshoot_conf
+from kip714_dev.demo.runner import DemoSettings, prepare_work_dir, task_log_line, troubleshoot_conf
 
 from airflow_provider_kip714.subscriptions.model import parse_match
 from airflow_provider_kip714.troubleshooting.form import troubleshoot_params
@@ -73,3 +73,23 @@ def test_task_log_filter_keeps_task_boundaries_our_logs_and_spark_summaries() ->
     assert task_log_line(spark_summary) is not None and "KIP714_SUMMARY" in task_log_line(spark_summary)
     assert task_log_line(framework) is None
     assert task_log_line("not a log line") is None
+
+
+def test_preparing_removes_the_previous_demos_airflow_database(tmp_path: Path) -> None:
+    """A single-topology demo's Airflow DB kept its file:// Assets active, so the cluster demo that
+    followed failed: "Task has the following inactive assets" (the same names at s3:// URIs)."""
+    kafka_dir, data_dir, airflow_home = tmp_path / "kafka", tmp_path / "data", tmp_path / "airflow"
+    for leftover in (
+        airflow_home / "airflow.db",
+        data_dir / "landing" / "x.parquet",
+        tmp_path / "fleet-logs" / "a.log",
+    ):
+        leftover.parent.mkdir(parents=True, exist_ok=True)
+        leftover.write_text("left by a previous demo")
+
+    prepare_work_dir(tmp_path, kafka_dir, data_dir, airflow_home)
+
+    assert airflow_home.is_dir()
+    assert list(airflow_home.iterdir()) == []
+    assert not data_dir.exists()
+    assert not (tmp_path / "fleet-logs").exists()

@@ -98,6 +98,19 @@ def _stop_leftover(kafka_dir: Path) -> None:
         stop_cluster(kafka_dir, 30)
 
 
+def prepare_work_dir(work: Path, kafka_dir: Path, data_dir: Path, airflow_home: Path) -> None:
+    """Remove what a previous demo left, the Airflow home included.
+
+    Its metadata database keeps the previous run's Assets active: after a ``single`` demo, the
+    ``cluster`` demo's Assets have the same names at ``s3://`` URIs, so Airflow leaves them inactive
+    and refuses to run the tasks that emit them (``dags test`` runs no scheduler to retire the old ones).
+    """
+    _stop_leftover(kafka_dir)
+    for folder in (kafka_dir, data_dir, airflow_home, work / "fleet-logs"):
+        shutil.rmtree(folder, ignore_errors=True)
+    airflow_home.mkdir(parents=True, exist_ok=True)
+
+
 def _start_kafka(work_dir: Path, brokers: int) -> LocalKafkaCluster:
     cluster = LocalKafkaClusterFactory(work_dir).start(
         name=KAFKA_DIR_NAME,
@@ -211,10 +224,7 @@ def run_demo(settings: DemoSettings) -> int:
     fleet_window: str | None = None
     try:
         with steps.step(f"Preparing {work} (a previous demo's state is removed)"):
-            _stop_leftover(kafka_dir)
-            for folder in (kafka_dir, data_dir, work / "fleet-logs"):
-                shutil.rmtree(folder, ignore_errors=True)
-            airflow_home.mkdir(parents=True, exist_ok=True)
+            prepare_work_dir(work, kafka_dir, data_dir, airflow_home)
             os.environ[DATA_DIR_ENV] = str(data_dir)
 
         brokers = CLUSTER_BROKERS if settings.topology == "cluster" else 1
