@@ -17,7 +17,11 @@ Figures, each against the baseline this run measures:
 - per broker: CPU cores used under load against the same broker idle before the load, and heap used
   (``jstat``) at the end against before;
 - landing lag at the end: from the last accepted push until everything the brokers wrote has landed;
-- throttled and refused pushes (should be 0: every push is sent on schedule).
+- throttled and refused pushes (should be 0: every push is sent on schedule);
+- rollups (``fleet_rollups.py``, skip with ``--no-rollups``): after the brokers stop, the real rollups
+  app on the landed zone with ``--master local[2]`` (the baseline) and on a Spark standalone cluster of
+  2 workers started and stopped by the bench: points in, rollup rows out, wall seconds, the ratio, and
+  exit 1 when the two outputs' fingerprints differ.
 
 Bounded: the load targets 127.0.0.1 only and stops after ``--duration-s``. Prints the figures; the
 latest go into docs/benchmarks.md.
@@ -48,6 +52,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from bench_plugin_push import BrokerView, CpuWindow, ExportTime
 from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+from fleet_rollups import print_rollups, run_rollups
 from kio.schema.api_versions.v3.request import ApiVersionsRequest
 from kio.schema.api_versions.v3.response import ApiVersionsResponse
 from kio.schema.errors import ErrorCode
@@ -127,6 +132,26 @@ async def _push(instance: Instance, payload: bytes, terminating: bool, report: L
         await _subscribe(instance)  # what a real client does: ask again, push at the next interval
 
 
+class Payloads:
+    """The push payload, its points stamped with the current second (as a client stamps them).
+
+    Rebuilt once a second per load process, not per push: the rollups phase buckets the points by
+    their time, so they must carry the push's time rather than a fixed one.
+    """
+
+    def __init__(self, seed: int) -> None:
+        self.seed = seed
+        self.second = -1
+        self.payload = b""
+
+    def now(self) -> bytes:
+        second = int(time.time())
+        if second != self.second:
+            self.second = second
+            self.payload = producer_like_payload(10, seed=self.seed, time_ns=second * 10**9)
+        return self.payload
+
+
 async def _open(ports: list[int], process: int) -> list[AsyncKafkaWireConnection]:
     connections = []
     for port in ports:
@@ -146,7 +171,7 @@ async def _run_load(
     process: int, ports: list[int], instances: int, interval_s: float, duration_s: float
 ) -> LoadReport:
     report = LoadReport()
-    payload = producer_like_payload(10, seed=process)
+    payloads = Payloads(seed=process)
     connections = await _open(ports, process)
     fleet = [Instance(connections[index % len(connections)]) for index in range(instances)]
     gate = asyncio.Semaphore(MAX_IN_FLIGHT)
@@ -170,11 +195,11 @@ async def _run_load(
         while answered + interval_s < end:
             await asyncio.sleep(answered + interval_s + random.uniform(0, 0.05) - time.monotonic())
             async with gate:
-                await _push(instance, payload, False, report)
+                await _push(instance, payloads.now(), False, report)
             answered = time.monotonic()
         await asyncio.sleep(max(0.0, end - time.monotonic()))
         async with gate:
-            await _push(instance, payload, True, report)
+            await _push(instance, payloads.now(), True, report)
 
     await asyncio.gather(*(life(index) for index in range(instances)))
     report.subscribed = len(subscribed)
@@ -258,8 +283,8 @@ def landed_counts(zone: LandingZone) -> tuple[int, int]:
 # ---- the run -------------------------------------------------------------------------------------
 
 
-def run(args: argparse.Namespace) -> dict[str, Any]:
-    work = Path(tempfile.mkdtemp(prefix="kip714-fleet-"))
+def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
+    """The load and the landing; the brokers are stopped on return (the zone stays in ``work``)."""
     factory = LocalKafkaClusterFactory(work / "kafka")
     cluster: LocalKafkaCluster = factory.start(
         brokers=3,
@@ -373,8 +398,6 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         }
     finally:
         factory.stop_all()
-        if not args.keep:
-            shutil.rmtree(work, ignore_errors=True)
 
 
 def print_report(figures: dict[str, Any]) -> None:
@@ -416,6 +439,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--duration-s", type=float, default=300.0)
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
     parser.add_argument("--keep", action="store_true", help="keep the brokers' and the zone's files")
+    parser.add_argument(
+        "--no-rollups",
+        dest="rollups",
+        action="store_false",
+        help="skip the rollups on local[2] and standalone",
+    )
     args = parser.parse_args(argv)
     if not (
         1 <= args.instances <= 50_000
@@ -429,10 +458,20 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main() -> None:
     args = parse_args()
-    figures = run(args)
-    print_report(figures)
+    work = Path(tempfile.mkdtemp(prefix="kip714-fleet-"))
+    try:
+        figures = run(args, work)
+        print_report(figures)
+        if args.rollups:
+            figures["rollups"] = run_rollups(work / "zone", work)
+            print_rollups(figures["rollups"])
+    finally:
+        if not args.keep:
+            shutil.rmtree(work, ignore_errors=True)
     if args.json:
         args.json.write_text(json.dumps(figures, indent=2, default=str))
+    if args.rollups and not figures["rollups"]["same"]:
+        sys.exit(1)
 
 
 if __name__ == "__main__":

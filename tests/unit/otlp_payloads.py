@@ -50,14 +50,17 @@ def broker_headers(node_id: int = 1) -> list[tuple[str, bytes]]:
     ]
 
 
-def producer_like_payload(points: int = 10, seed: int = 0) -> bytes:
-    """Shape of a librdkafka producer push: gauges + one delta monotonic sum, int node.id attributes."""
+def producer_like_payload(points: int = 10, seed: int = 0, time_ns: int = T0_NS) -> bytes:
+    """Shape of a librdkafka producer push: gauges + one delta monotonic sum, int node.id attributes.
+
+    ``time_ns`` is the points' time (a fixed ``T0_NS`` by default; a load that is rolled up passes now).
+    """
     metrics = []
     for index in range(points - 1):
         gauge = m.Gauge(
             data_points=[
                 m.NumberDataPoint(
-                    time_unix_nano=T0_NS + seed,
+                    time_unix_nano=time_ns + seed,
                     as_double=float(index + seed) + 0.5,
                     attributes=[int_attr("node.id", index % 3)],
                 )
@@ -69,7 +72,7 @@ def producer_like_payload(points: int = 10, seed: int = 0) -> bytes:
         is_monotonic=True,
         data_points=[
             m.NumberDataPoint(
-                start_time_unix_nano=T0_NS - 10**9, time_unix_nano=T0_NS + seed, as_int=seed + 7
+                start_time_unix_nano=time_ns - 10**9, time_unix_nano=time_ns + seed, as_int=seed + 7
             )
         ],
     )
