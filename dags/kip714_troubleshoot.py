@@ -6,7 +6,9 @@ Trigger it from the UI's Param form (or ``airflow dags test kip714_troubleshoot 
         -> close_subscription, check_subscription_gone (teardowns: run on every path)
     land_window -> write_rules -> analytics (rollups, anomalies, broker metrics: one Spark app) -> report
 
-Invalid input fails in ``validate_request`` (or in the form itself), before the cluster is touched.
+Invalid input fails in ``validate_request`` (or in the form itself), before the cluster is touched;
+valid input then meets the guardrail (``troubleshooting/guardrails.py``), whose warnings go to the task
+log and the report before the subscription is created.
 The report lands in ``<KIP714_DATA_DIR>/troubleshoot/<run>/report/report.html``; the task logs its path,
 returns it via XCom and links to it from the UI.
 """
@@ -27,7 +29,8 @@ from airflow_provider_kip714.operators.report import TroubleshootingReportOperat
 from airflow_provider_kip714.sensors.telemetry_arrival import ClientTelemetryArrivalSensor
 from airflow_provider_kip714.spark.jobs import SPARK_MACROS, spark_app_operator
 from airflow_provider_kip714.storage.data_root import troubleshoot_area
-from airflow_provider_kip714.troubleshooting.form import troubleshoot_params
+from airflow_provider_kip714.troubleshooting.form import GUARDRAIL_KEY, troubleshoot_params
+from airflow_provider_kip714.troubleshooting.guardrails import as_records, check_form_request
 from airflow_provider_kip714.troubleshooting.request import TroubleshootingRequest
 from airflow_provider_kip714.troubleshooting.rules import write_window_rules
 from airflow_provider_kip714.troubleshooting.window import (
@@ -60,17 +63,27 @@ with DAG(
 
     @task(multiple_outputs=True)
     def validate_request() -> dict[str, Any]:
-        """Check the whole form before touching the cluster; the message names the field and the rule."""
+        """Check the whole form before touching the cluster; the message names the field and the rule.
+
+        Then the guardrail, before the subscription exists: a WARNING (and ``KIP714_GUARDRAIL`` line) per
+        library that pushes none of the prefixes or whose estimated push exceeds ``telemetry.max.bytes``;
+        the report shows them too. Advice only: the window still opens."""
         context = get_current_context()
         request = TroubleshootingRequest.from_params(context["params"])
         print(f"Request is valid: {request.as_dict()}", flush=True)
+        warnings = as_records(check_form_request(request.metrics, request.match, request.kafka_config_id))
+        for warning in warnings:
+            print(f"KIP714_GUARDRAIL {warning['kind']} {warning['message']}", flush=True)
+        if not warnings:
+            print("Guardrail: no warning (or no capabilities table to judge by)", flush=True)
         return {
             "match": list(request.match),
             "metrics": list(request.metrics),
             "interval_ms": request.interval_ms,
             "window_seconds": request.window_seconds,
             "requested_at": datetime.now(UTC).isoformat(),
-            "request": request.as_dict(),
+            "request": {**request.as_dict(), GUARDRAIL_KEY: [w["message"] for w in warnings]},
+            "guardrail_warnings": warnings,
         }
 
     validated = validate_request()

@@ -146,6 +146,10 @@ def render_sections(
     prefixes = list((request or {}).get("metrics") or [])
     rows, columns = capability_matrix(read_table(zone, "capabilities"), prefixes)
     parts.append("<h2>Capabilities per client library</h2>")
+    warned = [str(m) for m in (request or {}).get("guardrail_warnings") or []]  # troubleshooting.form
+    if warned:
+        items = "".join(f"<li>{escape(message)}</li>" for message in warned)
+        parts.append(f"<div class='guardrail'><p>Guardrail when the window opened:</p><ul>{items}</ul></div>")
     if not rows:
         parts.append("<p class='muted'>No capabilities table for this run.</p>")
     else:

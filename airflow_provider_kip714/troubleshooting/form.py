@@ -3,6 +3,9 @@
 The bounds are the validation's (``request.TroubleshootingRequest.from_params``), so the form refuses
 what the validation would: a window longer than ``limits.MAX_WINDOW``, Kafka's interval range, the
 rule fields and comparisons the anomalies app reads (``spark_apps/kip714_common/rules.py``).
+A valid form then meets the guardrail (``guardrails.check_form_request``) in the DAG's
+``validate_request``, before the subscription is created; its messages travel in the request under
+``GUARDRAIL_KEY`` to the report.
 """
 
 from __future__ import annotations
@@ -16,6 +19,8 @@ from airflow_provider_kip714.subscriptions.limits import MAX_WINDOW
 from airflow_provider_kip714.subscriptions.model import MAX_INTERVAL_MS, MIN_INTERVAL_MS
 from spark_apps.kip714_common.rules import COMPARISONS
 
+GUARDRAIL_KEY: Final = "guardrail_warnings"
+"""Where ``validate_request`` puts the guardrail's messages in the request the report shows."""
 KAFKA_PREFIX: Final = "org.apache.kafka."
 DEFAULT_METRICS: Final = (KAFKA_PREFIX,)
 BUCKETS: Final = ("5s", "10s", "15s", "30s", "1m", "5m")

@@ -215,3 +215,29 @@ def check_subscription(
     except Exception as err:  # advice only; see docstring
         log.info("guardrail: not checked (%s)", err)
         return []
+
+
+def check_form_request(
+    metrics: Sequence[str], match: Sequence[str], kafka_config_id: str, area: RunArea | None = None
+) -> list[GuardrailWarning]:
+    """The guardrail of ``kip714_troubleshoot``'s form, run when a run starts, before its subscription.
+
+    Capabilities from ``area`` (the scheduled analytics by default), ``telemetry.max.bytes`` from the
+    cluster of ``kafka_config_id``; every warning is logged at WARNING. Advice only: when the cluster
+    or the analytics cannot be read the form still opens its window (logged, no warning).
+    """
+    from airflow_provider_kip714.hooks.client_metrics import ClientMetricsHook
+    from airflow_provider_kip714.subscriptions.model import Subscription
+
+    subscription = Subscription.from_spec(name="guardrail-only", metrics=list(metrics), match=list(match))
+    try:
+        with ClientMetricsHook(kafka_config_id=kafka_config_id) as hook:
+            return check_subscription(subscription, area, admin=hook.admin)
+    except Exception as err:  # advice only; see docstring
+        log.info("guardrail: cannot reach %s (%s); judging by capabilities alone", kafka_config_id, err)
+        return check_subscription(subscription, area)
+
+
+def as_records(warnings: Sequence[GuardrailWarning]) -> list[dict[str, str]]:
+    """Warnings as XCom/report records: ``kind``, ``library``, ``message``."""
+    return [{"kind": w.kind, "library": w.library, "message": w.message} for w in warnings]
