@@ -5,8 +5,9 @@ no silent offset reset, fatal errors stop the run) and cuts the stream into per-
 decoding and Parquet writing of a chunk run on a staging thread (``landing_batch.stage_batch``; the
 native decoder and pyarrow's writer release the GIL), which leaves temp files; the calling thread
 commits chunks strictly in the order it cut them, so a partition's landed offsets never have holes.
-Before landing anything, the topic's Kafka id is compared with the one the zone landed
-(``topic_generation``). See ``landing_zone`` for the crash protocol and ``docs/telemetry-landing.md``.
+Where each partition starts and ends (``since``, ``until``, following) is ``landing_plan``'s; before
+landing anything, the topic's Kafka id is compared with the one the zone landed (``topic_generation``).
+See ``landing_zone`` for the crash protocol and ``docs/telemetry-landing.md``.
 """
 
 from __future__ import annotations
@@ -21,15 +22,22 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Final
 
-from confluent_kafka import Consumer, Message, TopicPartition
+from confluent_kafka import Consumer, Message
 
 from airflow_provider_kip714.decoding.decoder import VALUE_FORMATS, ValueFormat
 from airflow_provider_kip714.exceptions import LandingError
 from airflow_provider_kip714.storage.data_root import as_storage_path, storage_uri
 from airflow_provider_kip714.telemetry import reader
 from airflow_provider_kip714.telemetry.landing_batch import PartitionBatch, stage_batch, stage_records
+from airflow_provider_kip714.telemetry.landing_plan import (
+    UNTIL_SETTLE_S,
+    LandingPlan,
+    RunBounds,
+    close_open_partitions,
+    drop_partitions_at_end,
+    plan_partitions,
+)
 from airflow_provider_kip714.telemetry.landing_zone import LandingZone, StagedChunk
-from airflow_provider_kip714.telemetry.topic_generation import reconcile
 
 __all__ = [
     "LandingResult",
@@ -50,16 +58,8 @@ DEFAULT_CHUNK_INTERVAL_S: Final = 5.0
 # consuming thread from ~0.95 to ~0.38 s, and the bare floor loop from ~0.7 to ~0.25 s), and each call
 # releases the GIL while it waits, so staging threads get it without waiting out a switch interval.
 CONSUME_BATCH: Final = 100
-# The plugin stamps a record before its producer appends it: after `until`, wait this long for
-# records stamped just before it, then end quiet partitions at their end offsets.
-UNTIL_SETTLE_S: Final = 5.0
 # Consumer tuning for backlogs (a connection may set its own values).
 LANDING_TUNING: Final = {"fetch.max.bytes": 64 * 1024 * 1024, "queued.max.messages.kbytes": 262144}
-
-
-@dataclass
-class PartitionProgress:
-    end_offset: int | None = None  # exclusive; None while still open (following, or waiting for `until`)
 
 
 @dataclass
@@ -181,8 +181,8 @@ class TopicLander:
         self.zone = LandingZone(out_dir, topic, fsync=fsync)
         self.policy = reader.ErrorPolicy(topic, outage_limit_s=metadata_timeout_s)
         self.consumer_config = reader.reader_config(self.base_config, self.policy, **LANDING_TUNING)
-        self._pending_partitions: set[int] = set()
-        self._starts: dict[int, int] = {}
+        self.bounds = RunBounds(topic, since, until, follow, metadata_timeout_s)
+        self._plan = LandingPlan(progress={}, starts={}, pending=set())
 
     def run(self) -> LandingResult:
         with self.zone.lock():
@@ -198,76 +198,6 @@ class TopicLander:
                 self.policy.silence()
                 consumer.close()
 
-    # ---- planning ------------------------------------------------------------------------------
-
-    def _plan(
-        self, consumer: Consumer, next_offsets: dict[int, int], result: LandingResult
-    ) -> dict[int, PartitionProgress]:
-        timeout = self.metadata_timeout_s
-        servers = str(self.base_config.get("bootstrap.servers"))
-        partitions = reader.partitions_of(consumer, self.topic, timeout, servers)
-        marks = reader.watermarks(consumer, self.topic, partitions, timeout)
-        next_offsets, result.archived_generation = reconcile(
-            self.zone, result.topic_id, next_offsets, marks, accept_new_topic_id=self.accept_new_topic_id
-        )
-        fresh = [p for p in partitions if p not in next_offsets]
-        since = reader.offsets_at(consumer, self.topic, fresh, self.since, timeout) if self.since else {}
-        until = reader.offsets_at(consumer, self.topic, partitions, self.until, timeout) if self.until else {}
-        plan: dict[int, PartitionProgress] = {}
-        starts: dict[int, int] = {}
-        for partition in partitions:
-            low, high = marks[partition]
-            first = since.get(partition, low)
-            start = next_offsets.get(partition, high if first < 0 else max(first, low))
-            if start < low:
-                result.skipped_by_retention[partition] = low - start
-                log.warning(
-                    "partition %d: offsets %d..%d were deleted by retention before landing",
-                    partition,
-                    start,
-                    low - 1,
-                )
-                start = low
-            if self.until is not None:
-                end = until[partition] if until[partition] >= 0 else None
-            else:
-                end = None if self.follow else high
-            plan[partition] = PartitionProgress(end_offset=end)
-            if end is None or start < end:
-                starts[partition] = start
-        reader.assign(consumer, self.topic, starts)
-        self._starts = starts
-        self._pending_partitions = set(starts)
-        log.info(
-            "landing %s (topic id %s) -> %s: %d partitions, %d assigned, %s",
-            self.topic,
-            result.topic_id,
-            self.zone.root,
-            len(plan),
-            len(starts),
-            self._plan_summary(plan, starts),
-        )
-        return plan
-
-    def _plan_summary(self, plan: dict[int, PartitionProgress], starts: dict[int, int]) -> str:
-        if self.until is not None:
-            return f"up to the first records at or after {self.until.isoformat()}"
-        if self.follow:
-            return "following"
-        backlog = sum(plan[p].end_offset - start for p, start in starts.items())  # type: ignore[operator]
-        return f"{backlog} records up to the end offsets read now"
-
-    def _close_open_partitions(self, consumer: Consumer, plan: dict[int, PartitionProgress]) -> None:
-        """``until`` has passed: a partition still without a record at or after it ends where it is now
-        (records are stamped when the broker accepts them, so none older can still arrive)."""
-        assert self.until is not None
-        open_partitions = [p for p, progress in plan.items() if progress.end_offset is None]
-        found = reader.offsets_at(consumer, self.topic, open_partitions, self.until, self.metadata_timeout_s)
-        marks = reader.watermarks(consumer, self.topic, open_partitions, self.metadata_timeout_s)
-        for partition in open_partitions:
-            plan[partition].end_offset = found[partition] if found[partition] >= 0 else marks[partition][1]
-        self._drop_partitions_at_end(consumer, plan)
-
     # ---- the run -------------------------------------------------------------------------------
 
     def _make_executor(self) -> Executor:
@@ -278,7 +208,7 @@ class TopicLander:
         return ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="kip714-stage")
 
     def _stop_reason(self, taken: int, deadline: float | None) -> str:
-        if not self._pending_partitions and not (self.follow and self.until is None):
+        if not self._plan.pending and not (self.follow and self.until is None):
             if self.until is not None:
                 return f"reached the first records at or after until={self.until.isoformat()}"
             return "reached the end offsets read at the start"
@@ -291,7 +221,17 @@ class TopicLander:
     def _run(self, consumer: Consumer, next_offsets: dict[int, int], topic_id: str) -> LandingResult:
         started = time.monotonic()
         result = LandingResult(topic=self.topic, out_dir=str(self.zone.root), topic_id=topic_id)
-        plan = self._plan(consumer, next_offsets, result)
+        self._plan = plan_partitions(
+            consumer,
+            self.zone,
+            self.bounds,
+            self.base_config,
+            next_offsets,
+            topic_id,
+            accept_new_topic_id=self.accept_new_topic_id,
+        )
+        result.skipped_by_retention = self._plan.skipped_by_retention
+        result.archived_generation = self._plan.archived_generation
         deadline = None if self.timeout_s is None else started + self.timeout_s
         until_s = None if self.until is None else self.until.timestamp() + UNTIL_SETTLE_S
         buffers: dict[int, PartitionBatch] = {}
@@ -306,12 +246,12 @@ class TopicLander:
                 messages = consumer.consume(num_messages=CONSUME_BATCH, timeout=0.2)
                 self.policy.raise_pending()
                 if until_s is not None and time.time() >= until_s:
-                    self._close_open_partitions(consumer, plan)
+                    close_open_partitions(consumer, self.bounds, self._plan)
                     until_s = None
                 if not messages:
-                    self._drop_partitions_at_end(consumer, plan)
+                    drop_partitions_at_end(consumer, self.topic, self._plan)
                 limit = None if self.max_records is None else self.max_records - taken
-                accepted, full_batches = self._accept(messages, plan, buffers, limit)
+                accepted, full_batches = self._accept(messages, buffers, limit)
                 taken += accepted
                 buffered += accepted
                 for batch in full_batches:
@@ -342,23 +282,9 @@ class TopicLander:
         self._log_progress(result, started, 0, final=True)
         return result
 
-    def _drop_partitions_at_end(self, consumer: Consumer, plan: dict[int, PartitionProgress]) -> None:
-        """A partition whose last offsets are transaction markers or compacted away never delivers
-        offset end-1; its consumer position still passes the end, so check positions when idle."""
-        if not self._pending_partitions:
-            return
-        positions = consumer.position([TopicPartition(self.topic, p) for p in self._pending_partitions])
-        for position in positions:
-            end_offset = plan[position.partition].end_offset
-            # nothing fetched yet (an idle partition): the position is unset, the start offset holds
-            offset = position.offset if position.offset >= 0 else self._starts[position.partition]
-            if end_offset is not None and offset >= end_offset:
-                self._pending_partitions.discard(position.partition)
-
     def _accept(
         self,
         messages: list[Message],
-        plan: dict[int, PartitionProgress],
         buffers: dict[int, PartitionBatch],
         limit: int | None,
     ) -> tuple[int, list[PartitionBatch]]:
@@ -371,7 +297,7 @@ class TopicLander:
         accepted = 0
         full: list[PartitionBatch] = []
         chunk_records = self.chunk_records
-        pending = self._pending_partitions
+        plan, pending = self._plan.progress, self._plan.pending
         until_ms = None if self.until is None else int(self.until.timestamp() * 1000)
         for message in messages:
             error = message.error()
