@@ -3,7 +3,7 @@
 Adds the columns the apps compute on: ``ts``/``start_ts`` (Spark timestamps), ``time_ns``/``start_ns``
 (exact epoch nanoseconds), ``point_value`` (double of value or value_int), normalised ``metric_name``
 (the original kept in ``source_metric_name``), normalised ``attributes`` and ``attributes_key``,
-``series_id`` (``series_table``), and ``broker_node_id``/``cluster_id`` filled from resource attributes
+``series_id`` (``series.series_table``), and ``broker_node_id``/``cluster_id`` filled from resource attributes
 for broker records. ``read_datapoints`` returns them as ``LandedPoints``, with the series table and the
 point kinds the read holds.
 """
@@ -19,13 +19,16 @@ from functools import reduce
 from operator import and_
 
 from kip714_common.errors import SparkAppInputError
-from kip714_common.names import (
-    METRIC_NAME_ALIASES,
-    labels_from_entries_column,
-    labels_key_column,
-    metric_name_column,
+from kip714_common.files import session_files
+from kip714_common.names import METRIC_NAME_ALIASES
+from kip714_common.schemas import DATAPOINT_SCHEMA
+from kip714_common.series import (
+    RAW_SERIES_COLUMNS,
+    PointKind,
+    raw_series_columns,
+    raw_series_key,
+    series_table,
 )
-from kip714_common.schemas import DATAPOINT_SCHEMA, STRING_MAP
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -34,11 +37,6 @@ COMMITS_DIR = "_commits"
 CHUNK_FILE = re.compile(r"^p\d{5,}-\d{20}-\d{20}(\.[0-9a-f]{6,32})?\.parquet$")
 """The lander's commit markers (``airflow_provider_kip714.telemetry.landing_zone``): a data file
 ``<chunk>.<token>.parquet`` is landed only when ``_commits/<chunk>.<token>.commit`` exists."""
-
-
-SERIES_ID_SEED = 714
-PointKind = tuple[str | None, str | None]
-"""(metric_type, temporality) of a data point, as landed."""
 
 
 @dataclass(frozen=True)
@@ -69,24 +67,12 @@ class LandedPoints:
 
 
 def path_exists(spark: SparkSession, path: str) -> bool:
-    """Existence check through Hadoop's FileSystem, so s3a://, hdfs:// and file paths all work."""
-    jvm = spark.sparkContext._jvm  # type: ignore[attr-defined]
-    hadoop_path = jvm.org.apache.hadoop.fs.Path(path)
-    filesystem = hadoop_path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())  # type: ignore[attr-defined]
-    return bool(filesystem.exists(hadoop_path))
-
-
-def _hadoop_fs(spark: SparkSession, path: str):  # type: ignore[no-untyped-def]
-    jvm = spark.sparkContext._jvm  # type: ignore[attr-defined]
-    hadoop_path = jvm.org.apache.hadoop.fs.Path(path)
-    return hadoop_path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration()), hadoop_path  # type: ignore[attr-defined]
+    """Existence check through the session's storage (``files.py``): s3a://, hdfs:// and local paths."""
+    return session_files(spark).exists(path)
 
 
 def _names(spark: SparkSession, directory: str) -> list[str]:
-    filesystem, path = _hadoop_fs(spark, directory)
-    if not filesystem.exists(path):
-        return []
-    return [status.getPath().getName() for status in filesystem.listStatus(path) if status.isFile()]
+    return session_files(spark).names(directory)
 
 
 def committed_datapoint_files(
@@ -169,18 +155,8 @@ def landed_bytes(spark: SparkSession, input_root: str, start: datetime, end: dat
     while hour < end:
         folders.append(f"{input_root}/{DATAPOINTS_DIR}/date={hour:%Y-%m-%d}/hour={hour.hour:02d}")
         hour += timedelta(hours=1)
-    try:
-        jvm = spark.sparkContext._jvm  # type: ignore[attr-defined]
-        configuration = spark.sparkContext._jsc.hadoopConfiguration()  # type: ignore[attr-defined]
-    except Exception:  # Spark Connect: no JVM here
-        return None
-    total = 0
-    for folder in folders:
-        path = jvm.org.apache.hadoop.fs.Path(folder)
-        filesystem = path.getFileSystem(configuration)
-        if filesystem.exists(path):
-            total += int(filesystem.getContentSummary(path).getLength())
-    return total
+    files = session_files(spark)
+    return sum(files.size(folder) for folder in folders)
 
 
 def landing_counts(
@@ -269,7 +245,7 @@ def normalise(
     """
     source = raw if series_source is None else series_source
     typed = source.select(
-        *[column.alias(name) for name, column in _raw_series_columns(source).items()]
+        *[column.alias(name) for name, column in raw_series_columns(source).items()]
     ).distinct()
     table = series_table(typed, {**METRIC_NAME_ALIASES, **(metric_aliases or {})})
     names = table.names
@@ -279,7 +255,7 @@ def normalise(
         keyed = raw.withColumn("_raw_key", raw_series_key(raw, table.raw_seed))
         condition = keyed["_raw_key"] == names["_raw_key"]
     else:
-        keyed, point = raw, _raw_series_columns(raw)
+        keyed, point = raw, raw_series_columns(raw)
         condition = reduce(and_, [point[name].eqNullSafe(names[name]) for name in RAW_SERIES_COLUMNS])
     joined = keyed.join(F.broadcast(names), condition, "left")
     kept = [keyed[c] for c in raw.columns if c not in ("metric_name", "attributes", "cluster_id")]
@@ -312,96 +288,3 @@ def normalise(
         F.col("_labels").alias("attributes"),
     ).dropDuplicates(["series_id"])
     return LandedPoints(frame, table.kinds, series)
-
-
-RAW_SERIES_COLUMNS = ("_source_name", "_label_keys", "_label_values", "_kind", "_temporality")
-"""A series as landed, in the names table's column names and hashing order (``_raw_series_columns``)."""
-
-
-def _raw_series_columns(points: DataFrame) -> dict[str, Column]:
-    """A point's series as landed, in the names table's column names.
-
-    The label map as its key and value arrays: views of the map, where ``map_entries`` would build an
-    array per point.
-    """
-    return {
-        "_source_name": points["metric_name"],
-        "_label_keys": F.map_keys(points["attributes"]),
-        "_label_values": F.map_values(points["attributes"]),
-        "_kind": points["metric_type"],
-        "_temporality": points["temporality"],
-    }
-
-
-def raw_series_key(points: DataFrame, seed: int) -> Column:
-    """64-bit hash of a point's series as landed: the same value for a point and its names-table row."""
-    point = _raw_series_columns(points)
-    return F.xxhash64(F.lit(seed), *[point[name] for name in RAW_SERIES_COLUMNS])
-
-
-@dataclass(frozen=True)
-class SeriesTable:
-    names: DataFrame
-    """One row per distinct landed series: ``_source_name``, ``_label_keys``, ``_label_values``, ``_kind``,
-    ``_temporality``, ``_metric_name``, ``_labels``, ``_attributes_key``, ``series_id``, ``_raw_key``."""
-    kinds: frozenset[PointKind]
-    raw_seed: int | None
-    """The seed that makes ``_raw_key`` unique over the table, or None: join points on the whole series."""
-
-
-def series_table(typed: DataFrame, aliases: Mapping[str, str]) -> SeriesTable:
-    """Normalised names, labels and ``series_id`` per distinct (name, labels, type, temporality); kinds.
-
-    ``series_id`` stands for (source name, normalised labels, type, temporality), which decides the
-    normalised name too: the rollup groups points by this one long instead of five strings, and joins
-    the strings back once per rollup row. ``_raw_key`` stands for the series as landed, so each point
-    finds its row by one long. Both are 64-bit hashes; the table is checked for collisions, and on the
-    (astronomically unlikely) collision the next seed is used. Hashes skip nulls, so label sets that
-    differ only in where a null value sits collide under every seed: points are then joined on the
-    whole series instead of ``_raw_key``.
-    """
-    entries = F.map_entries(F.map_from_arrays("_label_keys", "_label_values"))
-    labels = F.when(
-        F.coalesce(F.size("_label_keys"), F.lit(0)) <= 0, F.create_map().cast(STRING_MAP)
-    ).otherwise(labels_from_entries_column(entries))
-    described = typed.select(
-        "_source_name",
-        "_label_keys",
-        "_label_values",
-        "_kind",
-        "_temporality",
-        metric_name_column(F.col("_source_name"), aliases).alias("_metric_name"),
-        labels.alias("_labels"),
-        labels_key_column(labels).alias("_attributes_key"),
-    ).cache()
-    identity = [F.col(c) for c in ("_source_name", "_attributes_key", "_kind", "_temporality")]
-    raw = [F.col(c) for c in RAW_SERIES_COLUMNS]
-    series_count, row_count, kinds, series_ids, raw_keys = described.agg(
-        F.count_distinct(F.struct(*identity)),
-        F.count(F.lit(1)),
-        F.collect_set(F.struct("_kind", "_temporality")),
-        F.count_distinct(F.xxhash64(F.lit(SERIES_ID_SEED), *identity)),
-        F.count_distinct(F.xxhash64(F.lit(SERIES_ID_SEED), *raw)),
-    ).first()  # type: ignore[misc]
-    series_seed = (
-        SERIES_ID_SEED if series_ids == series_count else _unique_seed(described, identity, series_count, 16)
-    )
-    if series_seed is None:
-        raise RuntimeError(f"series_id: 16 seeds from {SERIES_ID_SEED} all collide; report this")
-    # typed rows are distinct series as landed; two seeds colliding means nulls, not chance
-    raw_seed = SERIES_ID_SEED if raw_keys == row_count else _unique_seed(described, raw, row_count, 2)
-    names = described.withColumns(
-        {
-            "series_id": F.xxhash64(F.lit(series_seed), *identity),
-            "_raw_key": F.xxhash64(F.lit(raw_seed if raw_seed is not None else SERIES_ID_SEED), *raw),
-        }
-    )
-    return SeriesTable(names, frozenset((kind[0], kind[1]) for kind in kinds), raw_seed)
-
-
-def _unique_seed(table: DataFrame, columns: list[Column], distinct: int, attempts: int) -> int | None:
-    """The first seed after ``SERIES_ID_SEED`` hashing ``columns`` to ``distinct`` values in ``table``."""
-    for seed in range(SERIES_ID_SEED + 1, SERIES_ID_SEED + attempts):
-        if table.agg(F.count_distinct(F.xxhash64(F.lit(seed), *columns))).first()[0] == distinct:  # type: ignore[index]
-            return seed
-    return None

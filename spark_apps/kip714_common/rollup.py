@@ -28,7 +28,7 @@ GROUP_COLUMNS = (
     "series_id",
 )
 """A rollup row: bucket x client instance (with its broker-added labels) x broker x series, where
-``series_id`` stands for metric name, type, temporality and normalised labels (``landing.series_table``)."""
+``series_id`` stands for metric name, type, temporality and normalised labels (``series.series_table``)."""
 DESCRIPTIVE_KEYS = (
     "listener",
     "cluster_id",

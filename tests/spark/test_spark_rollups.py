@@ -67,7 +67,7 @@ def test_librdkafka_and_java_labels_land_on_one_normalised_series(spark, tmp_pat
 
 
 def test_series_table_joins_points_by_raw_key_unless_nulls_make_keys_collide(spark):
-    from kip714_common.landing import SERIES_ID_SEED, series_table
+    from kip714_common.series import SERIES_ID_SEED, series_table
 
     schema = "_source_name string, _label_keys array<string>, _label_values array<string>, _kind string, "
     schema += "_temporality string"

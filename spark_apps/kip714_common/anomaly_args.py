@@ -1,0 +1,132 @@
+"""The anomalies app's flags, checked before Spark starts: the first bad one raises ``SparkAppInputError``."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import timedelta
+
+from kip714_common.baselines import PEER_KINDS, BaselineSettings, PeerSettings
+from kip714_common.breaches import DEFAULT_MAX_GAP_BUCKETS
+from kip714_common.cli import CommonArgs, base_parser, parse_common, parse_duration_seconds
+from kip714_common.errors import SparkAppInputError
+from kip714_common.rules import StaticRule, load_rules
+from kip714_common.selectors import RULE_SELECTORS
+
+
+@dataclass(frozen=True)
+class AnomalyArgs:
+    """Everything one run needs, validated: the common interval flags, the rules, the baseline settings."""
+
+    common: CommonArgs
+    rollups_source: str
+    rules: list[StaticRule]
+    settings: BaselineSettings
+    group_by: tuple[str, ...]
+    history: timedelta
+    baseline_for: int
+    max_gap_buckets: int
+    baselines: bool
+    peers: PeerSettings
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = base_parser("Learn thresholds and find sustained anomalies in KIP-714 rollups.")
+    parser.add_argument("--rules", default=None, help="static rules JSON file (none by default)")
+    parser.add_argument("--history", default="24h", help="baseline history before --start (default 24h)")
+    parser.add_argument("--rollups-source", choices=("output", "landing"), default="output")
+    parser.add_argument("--group-by", default="client_software_name,client_id", help="client group columns")
+    _add_baseline_options(parser)
+    _add_peer_options(parser)
+    return parser
+
+
+def _add_baseline_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--k", type=float, default=4.0, help="MAD multiplier (default 4)")
+    parser.add_argument("--relative-floor", type=float, default=0.1, help="scale floor x |median| (0.1)")
+    parser.add_argument("--absolute-floor", type=float, default=1.0, help="scale floor when median is 0")
+    parser.add_argument("--min-history-buckets", type=int, default=10)
+    parser.add_argument(
+        "--baseline-for", default="1m", help="baseline breaches must last more than this (default 1m)"
+    )
+    parser.add_argument(
+        "--max-gap-buckets",
+        type=int,
+        default=DEFAULT_MAX_GAP_BUCKETS,
+        help="a breach survives this many non-breaching buckets in a row (default 1; 0 = none)",
+    )
+    parser.add_argument("--no-baselines", action="store_true", help="static rules only")
+
+
+def _add_peer_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--peer-groups",
+        default="group_id,client_id_pattern",
+        help=f"peer baselines among {', '.join(PEER_KINDS)}, comma-separated; 'none' turns them off",
+    )
+    parser.add_argument("--min-peers", type=int, default=3, help="clients a peer group needs (default 3)")
+    parser.add_argument(
+        "--peer-absolute-floor", type=float, default=0.05, help="peers' scale floor when their median is 0"
+    )
+
+
+def parse_anomaly_args(argv: Sequence[str] | None) -> AnomalyArgs:
+    """Validate the flags and load the rules; the first bad one raises ``SparkAppInputError``."""
+    namespace, common = parse_common(build_parser(), argv)
+    settings = _settings(namespace)
+    group_by = _group_by(namespace.group_by)
+    history = timedelta(seconds=parse_duration_seconds("--history", namespace.history))
+    baseline_for = parse_duration_seconds("--baseline-for", namespace.baseline_for)
+    if namespace.max_gap_buckets < 0:
+        raise SparkAppInputError("--max-gap-buckets", "must be >= 0", namespace.max_gap_buckets)
+    rules = load_rules(namespace.rules, common.metric_aliases)
+    return AnomalyArgs(
+        common=common,
+        rollups_source=namespace.rollups_source,
+        rules=rules,
+        settings=settings,
+        group_by=group_by,
+        history=history,
+        baseline_for=baseline_for,
+        max_gap_buckets=namespace.max_gap_buckets,
+        baselines=not namespace.no_baselines,
+        peers=_peer_settings(namespace),
+    )
+
+
+def _settings(namespace: argparse.Namespace) -> BaselineSettings:
+    for flag, value in (("--k", namespace.k), ("--min-history-buckets", namespace.min_history_buckets)):
+        if value <= 0:
+            raise SparkAppInputError(flag, "must be > 0", value)
+    for flag, value in (
+        ("--relative-floor", namespace.relative_floor),
+        ("--absolute-floor", namespace.absolute_floor),
+    ):
+        if value < 0:
+            raise SparkAppInputError(flag, "must be >= 0", value)
+    return BaselineSettings(
+        k=namespace.k,
+        relative_floor=namespace.relative_floor,
+        absolute_floor=namespace.absolute_floor,
+        min_history_buckets=namespace.min_history_buckets,
+    )
+
+
+def _group_by(text: str) -> tuple[str, ...]:
+    columns = tuple(part.strip() for part in text.split(",") if part.strip())
+    if not columns or any(c not in RULE_SELECTORS for c in columns):
+        raise SparkAppInputError("--group-by", f"must list columns among {', '.join(RULE_SELECTORS)}", text)
+    return columns
+
+
+def _peer_settings(namespace: argparse.Namespace) -> PeerSettings:
+    text = namespace.peer_groups.strip()
+    kinds = () if text == "none" else tuple(part.strip() for part in text.split(",") if part.strip())
+    if any(kind not in PEER_KINDS for kind in kinds):
+        raise SparkAppInputError("--peer-groups", f"must list among {', '.join(PEER_KINDS)} or be none", text)
+    if namespace.min_peers < 3:
+        raise SparkAppInputError("--min-peers", "must be >= 3 (a median of two cannot tell who deviates)")
+    if namespace.peer_absolute_floor <= 0:
+        raise SparkAppInputError("--peer-absolute-floor", "must be > 0", namespace.peer_absolute_floor)
+    return PeerSettings(kinds, namespace.min_peers, namespace.peer_absolute_floor)

@@ -1,0 +1,83 @@
+"""The client rollup rows an app judges: from the rollups table, or rolled up from the landing zone.
+
+A troubleshooting window rolls up only the window, while its landing zone also holds the minutes
+before it; so history the rollups table lacks (the buckets before its first row) is rolled up from
+the landing zone, when that has any.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from kip714_common.cli import Interval
+from kip714_common.errors import SparkAppInputError
+from kip714_common.landing import DATAPOINTS_DIR, hour_partition_filter, path_exists, read_datapoints
+from kip714_common.outputs import table_path
+from kip714_common.rollup import rollup_points
+from kip714_common.schemas import ROLLUP_SCHEMA
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+
+def rollups_from_landing(
+    spark: SparkSession, input_root: str, window: Interval, lookback: timedelta, aliases: dict[str, str]
+) -> DataFrame:
+    """Client rollup rows of ``window`` computed from the landing zone (the rollups app's own pass)."""
+    read_start = window.start - lookback
+    points = read_datapoints(spark, input_root, read_start, window.end, aliases)
+    return rollup_points(points, window, read_start).where(F.col("record_type") == "client")
+
+
+def load_rollups(
+    spark: SparkSession,
+    source: str,
+    input_root: str,
+    output_root: str,
+    window: Interval,
+    lookback: timedelta,
+    aliases: dict[str, str] | None = None,
+) -> DataFrame:
+    """Client rollup rows of ``window``, from the rollups table or computed from the landing zone."""
+    if source == "landing":
+        return rollups_from_landing(spark, input_root, window, lookback, aliases or {})
+    path = table_path(output_root, "rollups")
+    if not path_exists(spark, path):
+        raise SparkAppInputError(
+            "--output",
+            "holds no rollups/ yet: run rollups.py first or pass --rollups-source landing",
+            path,
+        )
+    frame = (
+        spark.read.schema(ROLLUP_SCHEMA)
+        .parquet(path)
+        .where(hour_partition_filter(window.start, window.end))
+        .where((F.col("bucket_start") >= F.lit(window.start)) & (F.col("bucket_start") < F.lit(window.end)))
+    )
+    return frame.where(F.col("record_type") == "client")
+
+
+def load_history(
+    spark: SparkSession,
+    source: str,
+    input_root: str,
+    output_root: str,
+    history: Interval,
+    lookback: timedelta,
+    aliases: dict[str, str],
+) -> DataFrame | None:
+    """Client rollup rows of ``history`` (the buckets before the judged window), or None if there are none.
+
+    From the rollups table when it has them; the buckets before the table's first row in ``history`` are
+    rolled up from the landing zone, when it has any.
+    """
+    if history.end <= history.start:
+        return None
+    if source == "landing":
+        return rollups_from_landing(spark, input_root, history, lookback, aliases)
+    table = load_rollups(spark, source, input_root, output_root, history, lookback)
+    first_epoch = table.agg(F.min(F.unix_seconds("bucket_start")).alias("first")).collect()[0]["first"]
+    covered_from = history.end if first_epoch is None else datetime.fromtimestamp(first_epoch, UTC)
+    if covered_from <= history.start or not path_exists(spark, f"{input_root}/{DATAPOINTS_DIR}"):
+        return table
+    older = Interval(history.start, covered_from, history.bucket_seconds)
+    return table.unionByName(rollups_from_landing(spark, input_root, older, lookback, aliases))
