@@ -218,20 +218,24 @@ class TopicLander:
             return f"timeout_s={self.timeout_s} reached"
         return ""
 
-    def _run(self, consumer: Consumer, next_offsets: dict[int, int], topic_id: str) -> LandingResult:
-        started = time.monotonic()
-        result = LandingResult(topic=self.topic, out_dir=str(self.zone.root), topic_id=topic_id)
+    def _start(self, consumer: Consumer, next_offsets: dict[int, int], result: LandingResult) -> None:
+        """Plan each partition's start and end and assign them (``landing_plan``)."""
         self._plan = plan_partitions(
             consumer,
             self.zone,
             self.bounds,
             self.base_config,
             next_offsets,
-            topic_id,
+            result.topic_id,
             accept_new_topic_id=self.accept_new_topic_id,
         )
         result.skipped_by_retention = self._plan.skipped_by_retention
         result.archived_generation = self._plan.archived_generation
+
+    def _run(self, consumer: Consumer, next_offsets: dict[int, int], topic_id: str) -> LandingResult:
+        started = time.monotonic()
+        result = LandingResult(topic=self.topic, out_dir=str(self.zone.root), topic_id=topic_id)
+        self._start(consumer, next_offsets, result)
         deadline = None if self.timeout_s is None else started + self.timeout_s
         until_s = None if self.until is None else self.until.timestamp() + UNTIL_SETTLE_S
         buffers: dict[int, PartitionBatch] = {}
