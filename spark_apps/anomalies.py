@@ -27,7 +27,7 @@ import sys
 from collections.abc import Sequence
 from functools import reduce
 
-from kip714_common.anomaly_args import AnomalyArgs, parse_anomaly_args
+from kip714_common.anomaly_args import AnomalyArgs, build_parser, parse_anomaly_args
 from kip714_common.baselines import client_group_column, learn_baselines, peer_candidates
 from kip714_common.breaches import sustained_breaches
 from kip714_common.candidates import baseline_candidates, judged_columns, static_candidates
@@ -43,6 +43,7 @@ from pyspark.sql import functions as F
 
 APP_NAME = "kip714-anomalies"
 PRINTED_ANOMALIES = 20
+__all__ = ["APP_NAME", "build_parser", "check_args", "run"]  # a pipeline step (``pipeline.py``)
 
 
 def check_args(argv: Sequence[str] | None) -> AnomalyArgs:
