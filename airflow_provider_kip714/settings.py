@@ -1,4 +1,4 @@
-"""Which Kafka connections the scheduled DAGs use, from the environment of the DAG processor.
+"""Which Kafka (and Spark Connect) connections the DAGs use, from the environment of the DAG processor.
 
 The scheduled DAGs (``kip714_rollups``, ``kip714_reaper``) have no form, so their connection comes
 from ``KIP714_KAFKA_CONN_ID`` (default ``kafka_default``). The reaper sweeps every cluster a window was
@@ -8,6 +8,10 @@ records as the Airflow Variable ``kip714_window_conn__<conn_id>`` *before* it ca
 create whose task then dies is still swept). The DAG file reads only the environment (DAG files are
 parsed often and must not query the metadata database at parse time); the recorded connections are
 read by the reaper's first task, at run time.
+
+``KIP714_SPARK_CONNECT_CONN_ID`` names a ``spark_connect`` connection: when set, the DAGs run their
+Spark apps as clients of that long-running server instead of one ``spark-submit`` per task
+(``airflow_provider_kip714.spark.connect``).
 """
 
 from __future__ import annotations
@@ -37,6 +41,15 @@ def _checked(conn_id: str, variable: str) -> str:
 def scheduled_kafka_conn_id(environ: Mapping[str, str] = os.environ) -> str:
     """The connection ``kip714_rollups`` lands from (and the reaper's default)."""
     return _checked(environ.get(KAFKA_CONN_ENV, "").strip() or DEFAULT_KAFKA_CONN_ID, KAFKA_CONN_ENV)
+
+
+SPARK_CONNECT_CONN_ENV: Final = "KIP714_SPARK_CONNECT_CONN_ID"
+
+
+def spark_connect_conn_id(environ: Mapping[str, str] = os.environ) -> str | None:
+    """The ``spark_connect`` connection the DAGs run their Spark apps on, or None: ``spark-submit``."""
+    configured = environ.get(SPARK_CONNECT_CONN_ENV, "").strip()
+    return _checked(configured, SPARK_CONNECT_CONN_ENV) if configured else None
 
 
 def reaper_conn_ids(environ: Mapping[str, str] = os.environ) -> list[str]:
@@ -89,9 +102,11 @@ __all__ = [
     "DEFAULT_KAFKA_CONN_ID",
     "KAFKA_CONN_ENV",
     "REAPER_CONN_IDS_ENV",
+    "SPARK_CONNECT_CONN_ENV",
     "WINDOW_CONN_VARIABLE_PREFIX",
     "reaper_conn_ids",
     "record_window_cluster",
     "scheduled_kafka_conn_id",
+    "spark_connect_conn_id",
     "window_cluster_conn_ids",
 ]

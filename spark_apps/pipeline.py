@@ -10,7 +10,8 @@ each app's own ``run``; the tables, their partitions and the ``KIP714_SUMMARY`` 
 when the apps run one by one, and each app stays runnable alone. The flags are the union of the steps'
 flags: each step gets the flags it knows among those given (shared ones, such as ``--bucket``, go to
 every step). Every step's flags are checked before Spark starts. ``--remote sc://host:port`` runs the
-steps on a Spark Connect server instead of a JVM of its own. Each step's wall time is printed as a
+steps on a Spark Connect server instead of a JVM of its own (``SPARK_REMOTE`` in the environment too: the
+URL may hold a token, which does not belong on a command line). Each step's wall time is printed as a
 ``KIP714_TIMING`` line.
 
 A new step is a module with ``APP_NAME``, ``build_parser()``, ``check_args(argv)`` and
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 import time
 from collections.abc import Sequence
@@ -115,6 +117,8 @@ def plan(argv: Sequence[str]) -> tuple[list[tuple[str, list[str]]], CommonArgs, 
 
 
 def session(remote: str | None) -> SparkSession:
+    """A Spark Connect session when given a URL (``--remote``, else ``SPARK_REMOTE``), else the JVM's own."""
+    remote = remote or os.environ.get("SPARK_REMOTE") or None
     if remote is None:
         return get_session(APP_NAME)
     from kip714_common.session import configure

@@ -43,3 +43,14 @@ def kafka_cluster_factory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[
 def kafka_cluster(kafka_cluster_factory: LocalKafkaClusterFactory) -> LocalKafkaCluster:
     """The session's Kafka 4.4.0; tests that restart or stop it must leave it running again."""
     return kafka_cluster_factory.start(name="session-kafka")
+
+
+@pytest.fixture(scope="session")
+def spark_connect_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
+    """A real Spark Connect server (``kip714 local-spark-connect``, local[2]) for the whole session."""
+    from kip714_dev.local_spark import connect
+
+    data_dir = tmp_path_factory.mktemp("spark-connect")
+    state = connect.start(data_dir)
+    yield state
+    connect.stop(data_dir)

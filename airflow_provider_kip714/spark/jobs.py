@@ -1,4 +1,5 @@
-"""How the DAGs launch the Spark apps: one ``SparkSubmitOperator`` per app, through ``spark_default``.
+"""How the DAGs launch the Spark apps: one ``SparkSubmitOperator`` per app, through ``spark_default``
+(or, with ``KIP714_SPARK_CONNECT_CONN_ID`` set, as clients of a Spark Connect server: ``connect.py``).
 
 The master comes from the connection (``local[*]`` in the demo:
 ``AIRFLOW_CONN_SPARK_DEFAULT='{"conn_type":"spark","host":"local[*]"}'``), so pointing the DAGs at
@@ -15,22 +16,21 @@ and the ``spark.hadoop.fs.s3a.*`` settings built from that Airflow connection. T
 from __future__ import annotations
 
 import os
-import re
 import sys
-import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
-from airflow.sdk import Asset
+from airflow.sdk import Asset, BaseOperator
 
+from airflow_provider_kip714.settings import spark_connect_conn_id
+from airflow_provider_kip714.spark.arguments import (
+    storage_arguments,
+)
+from airflow_provider_kip714.spark.connect import Kip714SparkConnectOperator
 from airflow_provider_kip714.storage.data_root import (
     RunArea,
-    as_storage_path,
-    is_local,
-    spark_storage_conf,
-    spark_uri,
     storage_uri,
 )
 from spark_apps.package import PERFORMANCE_CONF, application_args, application_path, build_common_zip
@@ -44,9 +44,6 @@ SPARK_CONF = {
 }
 """Small-data defaults: hourly intervals and troubleshooting windows are small; override per task."""
 ASSET_GROUP = "kip714"
-EXTRA_CLASSPATH_ENV = "KIP714_SPARK_EXTRA_CLASSPATH"
-_ROOT_FLAGS = frozenset({"--input", "--output"})
-_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 
 
 def common_zip() -> str:
@@ -74,48 +71,6 @@ def analytics_asset(zone: RunArea, table: str) -> Asset:
     return Asset(name=f"kip714_{table}", uri=storage_uri(zone.table(table)), group=ASSET_GROUP)
 
 
-def extra_classpath() -> str | None:
-    """Jars every Spark JVM needs beyond Spark's own (the s3a connector): environment, else airflow.cfg."""
-    configured = os.environ.get(EXTRA_CLASSPATH_ENV)
-    if configured:
-        return configured
-    try:
-        from airflow.configuration import conf
-    except Exception:
-        return None
-    return conf.get("kip714", "spark_extra_classpath", fallback=None) or None
-
-
-def storage_arguments(args: Sequence[str]) -> tuple[list[str], dict[str, str]]:
-    """``args`` with data-root URLs after ``--input``/``--output`` as Spark paths, plus the conf they need."""
-    rewritten = list(args)
-    conf: dict[str, str] = {}
-    for index in range(1, len(rewritten)):
-        if rewritten[index - 1] in _ROOT_FLAGS:
-            root = as_storage_path(rewritten[index])
-            if not is_local(root):
-                rewritten[index] = spark_uri(root)
-                conf.update(spark_storage_conf(root))
-        elif rewritten[index - 1].startswith("--") and _URL.match(rewritten[index]):
-            rewritten[index] = local_copy(rewritten[index])  # --rules, --windows, ...: files the driver reads
-    classpath = extra_classpath()
-    if classpath:
-        conf["spark.driver.extraClassPath"] = classpath
-        conf["spark.executor.extraClassPath"] = classpath
-    return rewritten, conf
-
-
-def local_copy(location: str) -> str:
-    """A file the driver reads (rules, windows) on object storage, copied to a local temp file."""
-    source = as_storage_path(location)
-    if is_local(source):
-        return str(source)
-    handle, name = tempfile.mkstemp(prefix="kip714-rules-", suffix=".json")
-    with os.fdopen(handle, "wb") as target:
-        target.write(source.read_bytes())
-    return name
-
-
 class Kip714SparkSubmitOperator(SparkSubmitOperator):
     """``SparkSubmitOperator`` that turns rendered data-root URLs into Spark paths and settings."""
 
@@ -140,14 +95,30 @@ def spark_app_operator(
     conn_id: str = SPARK_CONN_ID,
     conf: Mapping[str, str] | None = None,
     **kwargs: Any,
-) -> SparkSubmitOperator:
-    """A ``SparkSubmitOperator`` for ``spark_apps/<app>.py``; every string argument may be a template."""
+) -> BaseOperator:
+    """The task running ``spark_apps/<app>.py``; every string argument may be a template.
+
+    A ``spark-submit`` (``SparkSubmitOperator`` through ``conn_id``), or, when
+    ``KIP714_SPARK_CONNECT_CONN_ID`` names a ``spark_connect`` connection, the same app as a client of
+    that Spark Connect server (``spark.connect``; ``conf`` is then the server's business).
+    """
+    arguments = application_args(input_root, output_root, start, end, bucket, **(extra_args or {}))
+    connect_conn_id = spark_connect_conn_id()
+    if connect_conn_id is not None:
+        return Kip714SparkConnectOperator(
+            task_id=task_id,
+            app=app,
+            application_args=arguments,
+            conn_id=connect_conn_id,
+            outlets=list(outlets),
+            **kwargs,
+        )
     return Kip714SparkSubmitOperator(
         task_id=task_id,
         conn_id=conn_id,
         application=str(application_path(app)),
         py_files="{{ kip714_common_zip() }}",
-        application_args=application_args(input_root, output_root, start, end, bucket, **(extra_args or {})),
+        application_args=arguments,
         conf={**SPARK_CONF, **(conf or {})},
         env_vars=spark_environment(),
         name=f"kip714-{app}",

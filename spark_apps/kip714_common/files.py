@@ -23,7 +23,11 @@ class SessionFiles(Protocol):
     def exists(self, path: str) -> bool: ...
 
     def names(self, directory: str) -> list[str]:
-        """Names of the files directly in ``directory`` ([] when it does not exist)."""
+        """Names of the visible files directly in ``directory`` ([] when it does not exist).
+
+        Visible: not starting with ``.`` or ``_`` (temp files, checksums, ``_SUCCESS``), which Spark's
+        own file listing never returns either.
+        """
         ...
 
     def size(self, directory: str) -> int:
@@ -64,7 +68,8 @@ class HadoopFiles:
         filesystem, path = self._resolve(directory)
         if not filesystem.exists(path):
             return []
-        return [status.getPath().getName() for status in filesystem.listStatus(path) if status.isFile()]
+        names = [status.getPath().getName() for status in filesystem.listStatus(path) if status.isFile()]
+        return [name for name in names if not name.startswith((".", "_"))]
 
     def size(self, directory: str) -> int:
         filesystem, path = self._resolve(directory)

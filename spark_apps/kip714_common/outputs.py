@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from kip714_common.cli import Interval
+from kip714_common.files import session_files
 from kip714_common.schemas import OUTPUT_PARTITION_COLUMNS, OUTPUT_SCHEMAS
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -61,13 +62,12 @@ def partition_folder(path: str, hour: datetime) -> str:
     return f"{path}/date={hour:%Y-%m-%d}/hour={hour.hour}"
 
 
-def clear_partitions(spark: SparkSession, path: str, interval: Interval) -> None:
-    """Delete the interval's ``date=/hour=`` folders of one table (through Hadoop's FileSystem)."""
-    jvm = spark.sparkContext._jvm  # type: ignore[attr-defined]
-    configuration = spark.sparkContext._jsc.hadoopConfiguration()  # type: ignore[attr-defined]
+def clear_partitions(spark: SparkSession, path: str, interval: Interval, schema: StructType) -> None:
+    """Empty the interval's ``date=/hour=`` folders of one table (``files.py``: deleted, or no rows)."""
+    files = session_files(spark)
+    data_schema = StructType([f for f in schema.fields if f.name not in OUTPUT_PARTITION_COLUMNS])
     for hour in interval.hours:
-        folder = jvm.org.apache.hadoop.fs.Path(partition_folder(path, hour))
-        folder.getFileSystem(configuration).delete(folder, True)
+        files.clear(partition_folder(path, hour), data_schema)
 
 
 def write_table(frame: DataFrame, output_root: str, table: str, interval: Interval) -> str:
@@ -78,7 +78,7 @@ def write_table(frame: DataFrame, output_root: str, table: str, interval: Interv
     if actual != wanted:
         raise AssertionError(f"{table}: frame schema {actual} differs from the table schema {wanted}")
     path = table_path(output_root, table)
-    clear_partitions(frame.sparkSession, path, interval)
+    clear_partitions(frame.sparkSession, path, interval, expected)
     options = plain_encoding_options(expected)
     hours = interval.hours
     if len(hours) == 1:

@@ -10,12 +10,8 @@ from pathlib import Path
 import pytest
 from kip714_dev.local_spark import cluster
 
-from airflow_provider_kip714.spark.jobs import (
-    EXTRA_CLASSPATH_ENV,
-    SPARK_CONF,
-    spark_environment,
-    storage_arguments,
-)
+from airflow_provider_kip714.spark.arguments import EXTRA_CLASSPATH_ENV, storage_arguments
+from airflow_provider_kip714.spark.jobs import SPARK_CONF, spark_environment
 from spark_apps.package import application_path, build_common_zip
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from airflow_provider_kip714.spark.jobs import EXTRA_CLASSPATH_ENV, storage_arguments
+from airflow_provider_kip714.spark.arguments import EXTRA_CLASSPATH_ENV, storage_arguments
 from airflow_provider_kip714.storage.data_root import (
     DATA_DIR_ENV,
     RunArea,

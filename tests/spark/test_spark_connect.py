@@ -1,0 +1,129 @@
+"""The analytics on a real Spark Connect server: the same tables as a classic session, no driver JVM here.
+
+The pipeline runs as the Airflow task runs it (``spark.connect.connect_command``: a Python client with
+``SPARK_REMOTE`` in its environment) against a Connect server started by ``kip714_dev.local_spark``,
+and its tables are compared with the classic in-process session's, row for row.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pipeline
+import pytest
+from kip714_common.files import HadoopFiles
+
+from airflow_provider_kip714.spark.connect import REMOTE_ENV, connect_command
+from airflow_provider_kip714.storage.data_root import RunArea
+from airflow_provider_kip714.troubleshooting.window import write_convergence_windows
+
+pytestmark = pytest.mark.spark
+
+FIXTURE = Path(__file__).resolve().parent / "data" / "demo_landing"
+RULES = Path(__file__).resolve().parents[2] / "spark_apps" / "rules" / "default_rules.json"
+WINDOW = ["--start", "2026-11-22T08:17:00Z", "--end", "2026-11-22T08:22:30Z", "--bucket", "10s"]
+TABLES = (
+    "rollups",
+    "thresholds",
+    "anomalies",
+    "broker_metrics",
+    "broker_client_metrics",
+    "delivery",
+    "capabilities",
+    "convergence",
+)
+SPARK_APPS = Path(pipeline.__file__).resolve().parent
+
+
+def _argv(output: Path, windows: Path) -> list[str]:
+    return [
+        *("--input", str(FIXTURE), "--output", str(output), *WINDOW),
+        *("--rules", str(RULES), "--history", "1h", "--steps", ",".join(pipeline.STEPS)),
+        *("--windows", str(windows)),
+    ]
+
+
+def _rows(spark, path: Path) -> list[str]:  # type: ignore[no-untyped-def]
+    """Every row as sorted JSON (maps and arrays included), so two tables compare as multisets."""
+    return sorted(
+        json.dumps(row.asDict(recursive=True), sort_keys=True, default=str)
+        for row in spark.read.parquet(str(path)).collect()
+    )
+
+
+def test_the_pipeline_on_a_connect_server_writes_what_a_classic_session_writes(
+    tmp_path: Path,
+    spark,
+    spark_connect_server,  # type: ignore[no-untyped-def]
+) -> None:
+    area = RunArea(tmp_path / "area")
+    window = {"name": "kip714-demo-exp20261122T082230Z-0a1b2c3d", "start": "2026-11-22T08:17:00+00:00"}
+    window["end"] = "2026-11-22T08:22:30+00:00"
+    windows = write_convergence_windows(area, window, ["org.apache.kafka."], {"client_id": "demo-.*"})
+    pipeline.run(_argv(tmp_path / "classic", windows), spark)
+
+    over_connect = subprocess.run(
+        connect_command("pipeline", _argv(tmp_path / "connect", windows)),
+        env={**os.environ, REMOTE_ENV: spark_connect_server.url},
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert over_connect.returncode == 0, over_connect.stdout[-4000:] + over_connect.stderr[-4000:]
+    assert '"app": "kip714-rollups"' in over_connect.stdout  # the apps' own summaries, as with spark-submit
+    for table in TABLES:
+        assert _rows(spark, tmp_path / "connect" / table) == _rows(spark, tmp_path / "classic" / table), table
+    # the demo's window has client metrics only: these four tables must hold rows, not just agree
+    assert all(
+        _rows(spark, tmp_path / "classic" / t) for t in ("rollups", "delivery", "capabilities", "convergence")
+    )
+
+
+def test_connect_and_hadoop_answer_the_same_storage_questions(
+    tmp_path: Path,
+    spark,
+    spark_connect_server,  # type: ignore[no-untyped-def]
+) -> None:
+    commits = next(FIXTURE.rglob("_commits"), None)
+    hour = next(FIXTURE.glob("datapoints/date=*/hour=*"))
+    questions = {
+        "exists": [str(FIXTURE), str(tmp_path / "missing")],
+        "names": [
+            str(hour),
+            str(hour.parent),
+            str(tmp_path / "missing"),
+            *([str(commits)] if commits else []),
+        ],
+        "size": [str(FIXTURE / "datapoints"), str(tmp_path / "missing")],
+    }
+    script = (
+        "import json, sys\n"
+        "from pyspark.sql import SparkSession\n"
+        "from kip714_common.files import session_files, ConnectFiles\n"
+        "spark = SparkSession.builder.remote(sys.argv[1]).getOrCreate()\n"
+        "files = session_files(spark)\n"
+        "assert isinstance(files, ConnectFiles)\n"
+        "questions = json.loads(sys.argv[2])\n"
+        "print(json.dumps({q: [getattr(files, q)(p) for p in paths] for q, paths in questions.items()}))\n"
+    )
+    answered = subprocess.run(
+        [sys.executable, "-c", script, spark_connect_server.url, json.dumps(questions)],
+        env={**os.environ, "PYTHONPATH": str(SPARK_APPS)},
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert answered.returncode == 0, answered.stderr[-4000:]
+    over_connect = json.loads(answered.stdout.strip().splitlines()[-1])
+    hadoop = HadoopFiles(spark)
+    local = {q: [getattr(hadoop, q)(p) for p in paths] for q, paths in questions.items()}
+    over_connect["names"] = [sorted(names) for names in over_connect["names"]]
+    local["names"] = [sorted(names) for names in local["names"]]
+    assert over_connect == local
+    assert local["exists"] == [True, False] and local["names"][0] and local["size"][0] > 0
