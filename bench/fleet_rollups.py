@@ -57,6 +57,7 @@ class Fingerprint:
 class RollupRun:
     master: str
     seconds: float
+    load_before: float
     summary_rows: int
     fingerprint: Fingerprint
 
@@ -111,6 +112,7 @@ def submit(master: str, zone_dir: Path, output: Path, start: datetime, end: date
 
     command = submit_command(master, zone_dir, output, start, end)
     log = output.with_suffix(".log")
+    load_before = os.getloadavg()[0]
     started = time.monotonic()
     with log.open("w") as sink:
         done = subprocess.run(
@@ -129,7 +131,7 @@ def submit(master: str, zone_dir: Path, output: Path, start: datetime, end: date
     summaries = [line for line in done.stdout.splitlines() if line.startswith("KIP714_SUMMARY ")]
     summary = json.loads(summaries[-1].split(" ", 1)[1]) if summaries else {}
     rows = int(summary.get("tables", {}).get("rollups", {}).get("rows", -1))
-    return RollupRun(master, seconds, rows, fingerprint(output))
+    return RollupRun(master, seconds, round(load_before, 2), rows, fingerprint(output))
 
 
 def run_rollups(zone_dir: Path, work: Path) -> dict[str, Any]:
@@ -174,7 +176,8 @@ def print_rollups(figures: dict[str, Any]) -> None:
         run = f[key]
         fp = run["fingerprint"]
         print(
-            f"  {run['master']}: {run['seconds']:.1f} s wall (spark-submit to exit); "
+            f"  {run['master']}: {run['seconds']:.1f} s wall (spark-submit to exit; "
+            f"load {run.get('load_before', '?')} at its start); "
             f"{fp['rows']} rollup rows out (summary {run['summary_rows']}), "
             f"{fp['points']} points rolled up, {fp['instances']} instances"
         )
