@@ -5,17 +5,18 @@
         --start 2026-01-31T13:00:00Z --end 2026-01-31T14:00:00Z --bucket 1m \\
         --rules spark_apps/rules/default_rules.json --history 24h
 
-Runs ``--steps`` (default: rollups, anomalies, broker_metrics, delivery, capabilities) in order with
-each app's own ``run``; the tables, their partitions and the ``KIP714_SUMMARY`` lines are the same as
-when the apps run one by one, and each app stays runnable alone. The flags are the union of the steps'
-flags: each step gets the flags it knows among those given (shared ones, such as ``--bucket``, go to
-every step). Every step's flags are checked before Spark starts. ``--remote sc://host:port`` runs the
-steps on a Spark Connect server instead of a JVM of its own (``SPARK_REMOTE`` in the environment too: the
-URL may hold a token, which does not belong on a command line). Each step's wall time is printed as a
-``KIP714_TIMING`` line.
+Runs ``--steps`` (default: rollups, anomalies, broker_metrics, delivery, capabilities) with each app's
+own ``run``: a step after the step it reads (``DEPENDS_ON``), independent ones ``--concurrency`` (2) at a
+time, so one step's driver work overlaps another's tasks. The tables, their partitions and the
+``KIP714_SUMMARY`` lines are the same as when the apps run one by one, and each app stays runnable alone.
+The flags are the union of the steps' flags: each step gets the flags it knows among those given (shared
+ones, such as ``--bucket``, go to every step). Every step's flags are checked before Spark starts.
+``--remote sc://host:port`` runs the steps on a Spark Connect server instead of a JVM of its own
+(``SPARK_REMOTE`` in the environment too: the URL may hold a token, which does not belong on a command
+line). Each step's wall time is printed as a ``KIP714_TIMING`` line.
 
 A new step is a module with ``APP_NAME``, ``build_parser()``, ``check_args(argv)`` and
-``run(argv, spark)``, added to ``STEPS`` in the order it must run.
+``run(argv, spark)``, added to ``STEPS`` (and to ``DEPENDS_ON`` when it reads another step's table).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import os
 import sys
 import time
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from types import ModuleType
 
 from kip714_common.cli import CommonArgs, base_parser, parse_common, run_main
@@ -45,6 +47,10 @@ STEPS: dict[str, str] = {
     "convergence": "convergence",
 }
 """Step name -> module (next to this file), in the order the steps run when all are asked for."""
+DEPENDS_ON = {"anomalies": "rollups"}
+"""Step -> the step whose output it reads (anomalies judge the rollups table); the others are independent."""
+DEFAULT_CONCURRENCY = 2
+MAX_CONCURRENCY = 8
 DEFAULT_STEPS = ("rollups", "anomalies", "broker_metrics", "delivery", "capabilities")
 """Every step but ``convergence``, which needs ``--windows`` (the troubleshooting DAG writes it)."""
 
@@ -79,6 +85,11 @@ def build_parser(steps: Sequence[str] = DEFAULT_STEPS) -> argparse.ArgumentParse
             action.default = argparse.SUPPRESS
     parser.add_argument("--steps", default=",".join(DEFAULT_STEPS), help="steps to run, in STEPS order")
     parser.add_argument("--remote", default=None, help="Spark Connect URL (sc://host:port) instead of a JVM")
+    parser.add_argument(
+        "--concurrency",
+        default=str(DEFAULT_CONCURRENCY),
+        help="independent steps run at a time (1: in order)",
+    )
     return parser
 
 
@@ -102,8 +113,9 @@ def parser_argv(parser: argparse.ArgumentParser, given: argparse.Namespace) -> l
     return argv
 
 
-def plan(argv: Sequence[str]) -> tuple[list[tuple[str, list[str]]], CommonArgs, str | None]:
-    """Each step with its command line, checked before any Spark work; the shared flags; the Connect URL."""
+def plan(argv: Sequence[str]) -> tuple[list[tuple[str, list[str]]], CommonArgs, str | None, int]:
+    """Each step with its command line, checked before any Spark work; the shared flags; the Connect URL;
+    how many independent steps run at a time."""
     args = list(argv)
     steps_parser = argparse.ArgumentParser(add_help=False)
     steps_parser.add_argument("--steps", default=",".join(DEFAULT_STEPS))
@@ -113,7 +125,13 @@ def plan(argv: Sequence[str]) -> tuple[list[tuple[str, list[str]]], CommonArgs, 
     for name, arguments in planned:
         step_module(name).check_args(arguments)
     common = parse_common(base_parser(APP_NAME), parser_argv(base_parser(APP_NAME), given))[1]
-    return planned, common, getattr(given, "remote", None)
+    return planned, common, getattr(given, "remote", None), parse_concurrency(given.concurrency)
+
+
+def parse_concurrency(text: str) -> int:
+    if not text.isdigit() or not 1 <= int(text) <= MAX_CONCURRENCY:
+        raise SparkAppInputError("--concurrency", f"must be an integer from 1 to {MAX_CONCURRENCY}", text)
+    return int(text)
 
 
 def session(remote: str | None) -> SparkSession:
@@ -126,9 +144,44 @@ def session(remote: str | None) -> SparkSession:
     return configure(SparkSession.builder.remote(remote).getOrCreate())
 
 
+def chains(planned: Sequence[tuple[str, list[str]]]) -> list[list[tuple[str, list[str]]]]:
+    """The planned steps as independent chains: a step joins the chain of the step it reads the output of."""
+    found: list[list[tuple[str, list[str]]]] = []
+    chain_of: dict[str, list[tuple[str, list[str]]]] = {}
+    for name, arguments in planned:
+        chain = chain_of.get(DEPENDS_ON.get(name, ""))
+        if chain is None:
+            chain = []
+            found.append(chain)
+        chain.append((name, arguments))
+        chain_of[name] = chain
+    return found
+
+
+def run_chains(
+    spark: SparkSession, planned: Sequence[tuple[str, list[str]]], timer: StepTimer, concurrency: int
+) -> dict[str, object]:
+    """Run the chains, up to ``concurrency`` at a time; each chain's steps in order. Summaries in plan order.
+
+    Concurrent chains overlap one step's driver work (planning, scheduling, small result round trips,
+    which is most of a small window's time) with another's tasks on the executors.
+    """
+    summaries: dict[str, object] = {}
+
+    def run_chain(chain: list[tuple[str, list[str]]]) -> None:
+        for name, arguments in chain:
+            with timer.phase(name):
+                summaries[name] = step_module(name).run(arguments, spark)
+
+    with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="kip714-step") as pool:
+        for done in [pool.submit(run_chain, chain) for chain in chains(planned)]:
+            done.result()  # the first failure, once every chain has ended
+    return {name: summaries[name] for name, _ in planned}
+
+
 def run(argv: Sequence[str] | None = None, spark: SparkSession | None = None) -> dict[str, object]:
     """Run the planned steps in one session; returns each step's summary."""
-    planned, common, remote = plan(sys.argv[1:] if argv is None else argv)
+    planned, common, remote, concurrency = plan(sys.argv[1:] if argv is None else argv)
     timer = StepTimer(APP_NAME)
     with timer.phase("session"):
         spark = spark if spark is not None else session(remote)
@@ -136,12 +189,11 @@ def run(argv: Sequence[str] | None = None, spark: SparkSession | None = None) ->
         size = landed_bytes(spark, common.input, common.read_start, common.interval.end + LATE_GRACE)
         small = tune_for_input(spark, size)
     emit({"step": APP_NAME, "phase": "input", "bytes": size, "small_input_conf": small})
-    summaries: dict[str, object] = {}
+    began = time.perf_counter()
     with shared_reads(persist=small):
-        for name, arguments in planned:
-            with timer.phase(name):
-                summaries[name] = step_module(name).run(arguments, spark)
-    emit({"step": APP_NAME, "phase": "total", "seconds": round(timer.total, 3), "ended": time.time()})
+        summaries = run_chains(spark, planned, timer, concurrency)
+    total = timer.total + time.perf_counter() - began - sum(s for n, s in timer.phases if n in summaries)
+    emit({"step": APP_NAME, "phase": "total", "seconds": round(total, 3), "ended": time.time()})
     emit({"step": APP_NAME, "phase": "jvm", **jvm_report(spark)})
     return summaries
 

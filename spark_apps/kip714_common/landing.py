@@ -11,9 +11,10 @@ point kinds the read holds.
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Collection, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from functools import reduce
 from operator import and_
@@ -191,24 +192,36 @@ def read_datapoints(
     (``landing_counts`` counts them for the run summary).
     """
     key = (input_root, start, end, tuple(sorted((metric_aliases or {}).items())))
-    if _SHARED is not None and key in _SHARED.reads:
+    if _SHARED is None:
+        return _read_datapoints(spark, input_root, start, end, metric_aliases)
+    with _SHARED.lock:  # steps may run concurrently (pipeline.py): the second reader waits, then shares
+        if key not in _SHARED.reads:
+            points = _read_datapoints(spark, input_root, start, end, metric_aliases)
+            if _SHARED.persist:
+                points = LandedPoints(points.frame.persist(), points.kinds, points.series)
+            _SHARED.reads[key] = points
         return _SHARED.reads[key]
+
+
+def _read_datapoints(
+    spark: SparkSession,
+    input_root: str,
+    start: datetime,
+    end: datetime,
+    metric_aliases: Mapping[str, str] | None,
+) -> LandedPoints:
     hours = landed_hours(spark, input_root, start, end + LATE_GRACE)
     hours = hours.where(F.col("metric_name").isNotNull())
     raw = hours.where((F.col("time") >= epoch_nanos(start)) & (F.col("time") < epoch_nanos(end)))
     # the series of the whole hours: a superset, which is always safe, read without the time column
-    points = normalise(raw, metric_aliases, series_source=hours)
-    if _SHARED is not None:
-        if _SHARED.persist:
-            points = LandedPoints(points.frame.persist(), points.kinds, points.series)
-        _SHARED.reads[key] = points
-    return points
+    return normalise(raw, metric_aliases, series_source=hours)
 
 
 @dataclass
 class _SharedReads:
     persist: bool
     reads: dict[tuple[object, ...], LandedPoints]
+    lock: threading.Lock = field(default_factory=threading.Lock)
 
 
 _SHARED: _SharedReads | None = None

@@ -26,10 +26,17 @@ def _argv(landing: Path, output: Path, *extra: str) -> list[str]:
 
 def test_flags_go_to_the_steps_that_know_them(tmp_path: Path) -> None:
     argv = _argv(tmp_path, tmp_path, "--rules", str(RULES), "--history", "1h", "--throttle-ratio", "0.3")
-    planned, common, remote = pipeline.plan(argv)
+    planned, common, remote, concurrency = pipeline.plan(argv)
     steps = dict(planned)
     assert list(steps) == ["rollups", "anomalies", "broker_metrics", "delivery", "capabilities"]
-    assert remote is None
+    assert remote is None and concurrency == pipeline.DEFAULT_CONCURRENCY
+    # anomalies read the rollups table: same chain, after it; the others are independent
+    assert [[name for name, _ in chain] for chain in pipeline.chains(planned)] == [
+        ["rollups", "anomalies"],
+        ["broker_metrics"],
+        ["delivery"],
+        ["capabilities"],
+    ]
     assert "--rules" in steps["anomalies"] and "--rules" not in steps["rollups"]
     assert "--throttle-ratio" in steps["broker_metrics"] and "--throttle-ratio" not in steps["anomalies"]
     assert all("--bucket" in flags and "10s" in flags for flags in steps.values())
@@ -41,6 +48,9 @@ def test_a_bad_flag_of_a_later_step_fails_before_any_step_runs(tmp_path: Path) -
         pipeline.run(_argv(FIXTURE, tmp_path / "out", "--throttle-ratio", "2"))
     with pytest.raises(SparkAppInputError, match="--steps"):
         pipeline.plan(_argv(FIXTURE, tmp_path / "out", "--steps", "rollups,nope"))
+    for bad in ("0", "9", "two"):
+        with pytest.raises(SparkAppInputError, match="--concurrency"):
+            pipeline.plan(_argv(FIXTURE, tmp_path / "out", "--concurrency", bad))
     assert not (tmp_path / "out").exists()
 
 
