@@ -273,7 +273,18 @@ def run_demo(settings: DemoSettings) -> int:
             fleet_window = created["name"]
             print(f"  fleet window {fleet_window}")
 
+        env = {**airflow_environment(airflow_home, bootstrap, base=dict(os.environ)), **topology.env}
         with steps.step("Starting the client fleet (librdkafka producers/consumers, a Java producer)"):
+            # Airflow's metadata database is created meanwhile (it needs nothing from the fleet); its
+            # output goes to a file, so nobody has to read a pipe while the fleet starts
+            migrate_log = work / "airflow-db-migrate.log"
+            with migrate_log.open("w") as log:
+                migrate = subprocess.Popen(
+                    [str(Path(sys.executable).parent / "airflow"), "db", "migrate"],
+                    env=env,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                )
             fleet_started = datetime.now(UTC)
             fleet = ClientFleet(bootstrap, default_fleet(), work / "fleet-logs", max_seconds=1200)
             fleet.start()
@@ -285,9 +296,12 @@ def run_demo(settings: DemoSettings) -> int:
             for client_id, pid in fleet.killed():
                 print(f"  {client_id} (pid {pid}) was killed with SIGKILL: no terminating push", flush=True)
 
-        env = {**airflow_environment(airflow_home, bootstrap, base=dict(os.environ)), **topology.env}
-        with steps.step("Airflow metadata database (SQLite)"):
-            _airflow(env, "db", "migrate", title="airflow db migrate")
+        with steps.step("Airflow metadata database (SQLite), created during the warm-up"):
+            if migrate.wait(timeout=300) != 0:
+                tail = migrate_log.read_text(errors="replace").splitlines()[-30:]
+                print("\n".join(f"  ! {line}" for line in tail), flush=True)
+                raise Kip714Error(f"airflow db migrate failed (exit {migrate.returncode}); see {migrate_log}")
+            print(f"  airflow db migrate: done ({migrate_log})")
 
         failure: BrokerFailure | None = None
         with steps.step(f"kip714_troubleshoot on the slow consumer ({settings.window_s} s window)"):
