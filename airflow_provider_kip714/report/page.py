@@ -105,12 +105,17 @@ def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
     return [] if frame.empty else frame.to_dict("records")
 
 
+_SHOWN_ELSEWHERE = frozenset({"guardrail_warnings"})
+"""Request keys with a section of their own (``fleet_health``: the guardrail warnings), not repeated."""
+
+
 def _request_block(request: Mapping[str, Any]) -> str:
     if not request:
         return ""
     rows = "".join(
         f"<tr><th>{escape(str(key))}</th><td>{escape(_json_text(value))}</td></tr>"
         for key, value in request.items()
+        if key not in _SHOWN_ELSEWHERE
     )
     return f"<h2>Request</h2><table>{rows}</table>"
 
