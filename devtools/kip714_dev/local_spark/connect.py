@@ -5,9 +5,10 @@
 on ``local[N]`` or a standalone master. The DAGs then run the apps as Python clients
 (``KIP714_SPARK_CONNECT_CONN_ID``, ``airflow_provider_kip714.spark.connect``): no task starts a JVM.
 
-The server gets the DAGs' launch settings for long-lived JVMs (``PERFORMANCE_CONF``: the optimising
-compiler with raised thresholds, the code cache sized for every app's classes), not the
-troubleshooting window's quick-compiler settings, which suit a JVM that lives for one run only.
+The server gets the DAGs' launch settings (``PERFORMANCE_CONF``: the code cache sized for every app's
+classes, class names without stage ids, the throughput collector) with the JIT's default thresholds:
+those suit a JVM that lives for days, where the raised ones (``JIT_OPTIONS``) and the troubleshooting
+window's quick compiler suit one that lives for one run.
 Like the standalone daemons, it is recognised by its properties file on its command line.
 """
 
@@ -33,6 +34,8 @@ READY_TIMEOUT_S: Final = 120.0
 STOP_TIMEOUT_S: Final = 20.0
 SERVER_CONF: Final = {
     **PERFORMANCE_CONF,
+    # a long-lived JVM: the JIT's default thresholds (JIT_OPTIONS delay C2 for few-minute apps)
+    "spark.driver.extraJavaOptions": "-XX:+UseParallelGC",
     "spark.ui.enabled": "false",
     "spark.sql.session.timeZone": "UTC",
     "spark.sql.shuffle.partitions": "4",
