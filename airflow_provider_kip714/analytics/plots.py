@@ -175,7 +175,9 @@ def _finish_report(figure: Figure, axes: object) -> None:
     axes.grid(True, alpha=0.3)  # type: ignore[attr-defined]
     _legend(axes)
     figure.autofmt_xdate()
-    figure.tight_layout()
+    # fixed margins that fit the rotated HH:MM:SS ticks: tight_layout measured every text of every chart
+    # again, a quarter of the report's time (0.7 of 3.0 s for the demo's 22 charts)
+    figure.subplots_adjust(left=0.11, right=0.98, top=0.91, bottom=0.22)
 
 
 def write_png(path: Path, png: bytes) -> Path:
