@@ -9,6 +9,11 @@ ratios hold on a loaded machine:
 * ``pipeline``: the same steps in one ``spark-submit`` of ``spark_apps/pipeline.py`` (how they run now);
 * ``warm``: the pipeline run twice in one long-lived local session, the second run timed: what a
   long-running server (Spark Connect) would give each run once its JVM is warm;
+* ``connect``: the pipeline as the DAG runs it with ``KIP714_SPARK_CONNECT_CONN_ID`` set: a Python
+  client (``spark.connect.connect_command``) of a long-running Spark Connect server
+  (``kip714_dev.local_spark.connect``, local[2]) that this run starts, untimed, and warms with the same
+  window ``--connect-warmups`` times first (a server in service has run earlier windows); CPU counts
+  the client and the server;
 * ``hourly``: the scheduled DAG's pipeline for the hour holding the window (1m buckets, 24h history).
 
 Each run's turnaround adds the window's rules (``write_window_rules``) and the report (``build_report``)
@@ -47,7 +52,7 @@ from spark_apps.package import (  # noqa: E402
 )
 
 SPARK_SUBMIT = Path(sys.executable).parent / "spark-submit"
-MODES = ("empty", "three_apps", "pipeline", "hourly", "warm")
+MODES = ("empty", "three_apps", "pipeline", "connect", "hourly", "warm")
 EMPTY_APP = "from pyspark.sql import SparkSession\nSparkSession.builder.getOrCreate().stop()\n"
 DAG_CONF = {
     **PERFORMANCE_CONF,
@@ -189,6 +194,8 @@ def run_mode(mode: str, area: Path, work: Path) -> dict[str, object]:
         return {"wall_s": wall, "cpu_s": cpu, "spark_s": wall, "phases": timings(log)}
     if mode == "warm":
         return warm_run(area, log)
+    if mode == "connect":
+        return connect_run(area, work, log)
     rules, rules_s = write_rules(area)
     if mode == "three_apps":
         wall = cpu = 0.0
@@ -240,12 +247,82 @@ def warm_run(area: Path, log: Path) -> dict[str, object]:
     return {"wall_s": rules_s + wall + report_s, "spark_s": wall, "rules_s": rules_s, "report_s": report_s}
 
 
+def process_cpu(pid: int) -> float:
+    """User + system CPU seconds of a running process (the Connect server), from ``/proc``."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+_CONNECT: dict[str, object] = {}
+CONNECT_WARMUPS = 10
+"""Windows the server runs before the timed ones (``--connect-warmups``): a server in service has run
+earlier windows, and a fresh one gets faster for about ten (its JIT compiles, its caches fill)."""
+
+
+def connect_server(work: Path) -> object:
+    """The run's Spark Connect server, started (and warmed with one window) on first use."""
+    if "state" not in _CONNECT:
+        from kip714_dev.local_spark import connect
+
+        state = connect.start(work / "connect-server")
+        _CONNECT["state"] = state
+        import atexit
+
+        atexit.register(connect.stop, work / "connect-server")
+    return _CONNECT["state"]
+
+
+def connect_pipeline(area: Path, rules: Path, url: str, log: Path) -> tuple[float, float]:
+    from airflow_provider_kip714.spark.connect import REMOTE_ENV, connect_command
+
+    cpu, began = child_cpu(), time.perf_counter()
+    with log.open("a") as out:
+        result = subprocess.run(
+            connect_command("pipeline", window_args(area, rules)),
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env={**environment(), REMOTE_ENV: url},
+        )
+    if result.returncode != 0:
+        raise SystemExit(f"pipeline over Spark Connect failed (exit {result.returncode}); see {log}")
+    return time.perf_counter() - began, child_cpu() - cpu
+
+
+def connect_run(area: Path, work: Path, log: Path) -> dict[str, object]:
+    state = connect_server(work)
+    if not _CONNECT.get("warm"):
+        walls = []
+        for _ in range(int(_CONNECT.get("warmups", CONNECT_WARMUPS))):  # type: ignore[call-overload]
+            rules, _ = write_rules(area)
+            walls.append(round(connect_pipeline(area, rules, state.url, log)[0], 1))  # type: ignore[attr-defined]
+            fresh(area)
+        print(f"connect server warm-up runs (Spark wall s, in order): {walls}", flush=True)
+        _CONNECT["warm"] = True
+    server_cpu = process_cpu(state.pid)  # type: ignore[attr-defined]
+    rules, rules_s = write_rules(area)
+    wall, client_cpu = connect_pipeline(area, rules, state.url, log)  # type: ignore[attr-defined]
+    server_used = process_cpu(state.pid) - server_cpu  # type: ignore[attr-defined]
+    report_s = write_report(area)
+    return {
+        "wall_s": rules_s + wall + report_s,
+        "cpu_s": client_cpu + server_used,
+        "client_cpu_s": client_cpu,
+        "server_cpu_s": server_used,
+        "spark_s": wall,
+        "rules_s": rules_s,
+        "report_s": report_s,
+        "phases": timings(log),
+    }
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--modes", default=",".join(MODES), help=f"among {', '.join(MODES)}")
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--work", default=None, help="folder for the landing zone and logs (default: temp)")
+    parser.add_argument("--connect-warmups", type=int, default=CONNECT_WARMUPS, help="windows before timing")
     options = parser.parse_args()
+    _CONNECT["warmups"] = options.connect_warmups
     modes = [m for m in options.modes.split(",") if m]
     work = Path(options.work or tempfile.mkdtemp(prefix="kip714-turnaround-"))
     area = work / "area"
