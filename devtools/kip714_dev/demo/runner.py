@@ -43,6 +43,9 @@ log = logging.getLogger("kip714.demo")
 DEMO_DIR_ENV = "KIP714_DEMO_DIR"
 STANDING_SUBSCRIPTION = "kip714-demo-standing-reask"
 FLEET_MATCH = "client_id=demo-.*"
+LIBRDKAFKA_MATCH = "client_software_name=confluent-kafka-python"
+LACKED_PREFIX = "org.apache.kafka.producer.buffer."
+"""The Java producer's buffer pool metrics: librdkafka has no such metric (the guardrail's case)."""
 SLOW_CONSUMER_MATCH = "demo-audit-consumer-.*"
 KAFKA_DIR_NAME = "kafka"
 CLUSTER_BROKERS = 3
@@ -125,16 +128,17 @@ def _start_kafka(work_dir: Path, brokers: int) -> LocalKafkaCluster:
     return cluster
 
 
-def _run_cli(*args: str) -> dict[str, Any]:
+def _run_cli(*args: str) -> tuple[dict[str, Any], list[str]]:
+    """The command's JSON result and its ``warning:`` lines (the guardrail's advice when a window opens)."""
     command = [str(Path(sys.executable).parent / "kip714"), *args, "--json"]
     print("  $ " + " ".join(command[1:]), flush=True)
     completed = subprocess.run(command, capture_output=True, text=True, check=False)
     if completed.returncode != 0:
         raise Kip714Error(f"{' '.join(command[1:3])} failed: {completed.stderr.strip()}")
-    for line in completed.stderr.splitlines():  # the guardrail's advice when a window opens
-        if line.startswith("warning:"):
-            print(f"  {line}", flush=True)
-    return json.loads(completed.stdout)
+    warnings = [line for line in completed.stderr.splitlines() if line.startswith("warning:")]
+    for line in warnings:
+        print(f"  {line}", flush=True)
+    return json.loads(completed.stdout), warnings
 
 
 def _wait_for_fleet(bootstrap: str, client_ids: list[str], since: datetime, timeout_s: float) -> None:
@@ -215,7 +219,7 @@ def troubleshoot_conf(settings: DemoSettings) -> dict[str, Any]:
 
 def run_demo(settings: DemoSettings) -> int:
     logging.getLogger("kafka").setLevel(logging.WARNING)  # kafka-python narrates every connection
-    steps = Steps(total=10)
+    steps = Steps(total=11)
     stack = ExitStack()
     work = settings.work_dir
     kafka_dir, data_dir, airflow_home = work / KAFKA_DIR_NAME, work / "data", work / "airflow"
@@ -254,7 +258,7 @@ def run_demo(settings: DemoSettings) -> int:
                 f"  {STANDING_SUBSCRIPTION}: no metrics, idle demo clients re-ask every "
                 f"{settings.standing_interval_ms} ms, so a new window reaches them quickly"
             )
-            created = _run_cli(
+            created, _ = _run_cli(
                 "subscriptions",
                 "add",
                 "--bootstrap-server",
@@ -326,6 +330,18 @@ def run_demo(settings: DemoSettings) -> int:
                 run_at = (hour + timedelta(hours=1)).isoformat()
                 _airflow(env, "dags", "test", "kip714_rollups", run_at, title="kip714_rollups")
                 hour += timedelta(hours=1)
+
+        with steps.step("A window asking librdkafka for metrics it does not push (the guardrail)"):
+            # the rollups run above wrote the capabilities table the guardrail reads
+            guarded, warnings = _run_cli(
+                *("subscriptions", "add", "--bootstrap-server", bootstrap, "--window", "1m"),
+                *("--label", "demo-guardrail", "--metrics", LACKED_PREFIX, "--match", LIBRDKAFKA_MATCH),
+            )
+            with _admin(bootstrap) as admin:
+                admin.delete(guarded["name"])
+            if not warnings:
+                print("  (no guardrail warning: the capabilities table was not readable; see the log above)")
+            print(f"  {guarded['name']} deleted again: it would have brought nothing")
 
         with steps.step("Results"):
             zones = troubleshoot_areas()
