@@ -9,6 +9,7 @@ tooling's ``local-kafka``, ``local-s3``, ``local-spark`` and ``demo``); the prov
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import logging
 import sys
@@ -16,6 +17,7 @@ from collections.abc import Callable, Iterator, Sequence
 from importlib.metadata import entry_points
 from typing import NoReturn
 
+from airflow_provider_kip714.cli import output
 from airflow_provider_kip714.exceptions import Kip714Error
 
 COMMAND_MODULES = {
@@ -72,8 +74,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         # Airflow announces its config and timezone at INFO whenever a command touches a setting or a
         # connection; without -v only the command's own lines (and a one-line error) reach stderr.
         logging.getLogger("airflow").setLevel(logging.WARNING)
+    ours = getattr(args.func, "__module__", "").startswith("airflow_provider_kip714.")
     try:
-        return int(args.func(args) or 0)
+        # the provider's commands print results through cli.output; plug-in groups (kip714_dev) print theirs
+        with output.results_only_on_stdout() if ours else contextlib.nullcontext():
+            return int(args.func(args) or 0)
     except Kip714Error as err:
         print(f"kip714: error: {_one_line(str(err))}", file=sys.stderr)
         return 2

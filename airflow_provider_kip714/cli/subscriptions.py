@@ -18,6 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from airflow_provider_kip714.cli.output import result
 from airflow_provider_kip714.clock import SystemClock
 from airflow_provider_kip714.exceptions import ClientMetricsAdminError, SubscriptionValidationError
 from airflow_provider_kip714.subscriptions.admin import ClientMetricsAdmin
@@ -156,7 +157,7 @@ def _open_admin(args: argparse.Namespace) -> ClientMetricsAdmin:
 
 
 def _emit(args: argparse.Namespace, payload: Any, text: Callable[[], str]) -> None:
-    print(json.dumps(payload, indent=2, sort_keys=True) if args.json else text())
+    result(json.dumps(payload, indent=2, sort_keys=True) if args.json else text())
 
 
 def _describe_text(subscription: Subscription) -> str:

@@ -10,13 +10,13 @@ import argparse
 import json
 import logging
 import re
-import sys
 import time
 from collections.abc import Iterable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from airflow_provider_kip714.cli import output
 from airflow_provider_kip714.contract.topic import DEFAULT_TELEMETRY_TOPIC
 from airflow_provider_kip714.decoding.decoder import VALUE_FORMATS
 from airflow_provider_kip714.exceptions import Kip714Error
@@ -208,9 +208,9 @@ def _run_land(args: argparse.Namespace) -> int:
         accept_new_topic_id=args.accept_recreated_topic,
     )
     if args.json:
-        print(json.dumps(result.as_dict(), indent=2))
+        output.result(json.dumps(result.as_dict(), indent=2))
     else:
-        print(
+        output.result(
             f"landed {result.records} records ({result.points} datapoints, {result.quarantined} quarantined) "
             f"from {args.topic} into {args.out} in {result.elapsed_s:.1f}s: {result.stop_reason}"
         )
@@ -290,11 +290,11 @@ def _run_tail(args: argparse.Namespace) -> int:
                 )
                 latest[(client, _series_name(row))] = row
             if time.monotonic() >= next_screen:
-                print(render_latest(latest, datetime.now(tz=UTC)), flush=True)
+                output.result(render_latest(latest, datetime.now(tz=UTC)), flush=True)
                 next_screen = time.monotonic() + args.refresh_s
     except KeyboardInterrupt:
         pass
     finally:
         records.close()
-    print(render_latest(latest, datetime.now(tz=UTC)), file=sys.stdout, flush=True)
+    output.result(render_latest(latest, datetime.now(tz=UTC)), flush=True)
     return 0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import subprocess
@@ -12,7 +13,9 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 from kip714_dev.local_kafka.cluster import LocalKafkaCluster
+from object_storage import LocalS3
 
 from airflow_provider_kip714.subscriptions.admin import ClientMetricsAdmin
 from airflow_provider_kip714.subscriptions.kafka_python_config import to_kafka_python_kwargs
@@ -21,9 +24,7 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 SEEN = datetime(2026, 3, 1, 10, 0, tzinfo=UTC)
 
 
-def _capabilities(root: Path) -> None:
-    folder = root / "analytics" / "capabilities" / "date=2026-03-01" / "hour=10"
-    folder.mkdir(parents=True)
+def _capabilities_table() -> pa.Table:
     rows = [
         {
             "client_software_name": "confluent-kafka-python",
@@ -37,13 +38,34 @@ def _capabilities(root: Path) -> None:
         }
         for name in ("record.queue.time.max", "request.latency.avg")
     ]
-    pq.write_table(pa.Table.from_pylist(rows), folder / "part-00000.parquet")
+    return pa.Table.from_pylist(rows)
 
 
+CAPABILITIES_FILE = "analytics/capabilities/date=2026-03-01/hour=10/part-00000.parquet"
+
+
+def _data_root(kind: str, tmp_path: Path, local_s3: LocalS3) -> str:
+    """A data root holding the capabilities table: a local folder, or a prefix on the real S3 server."""
+    buffer = io.BytesIO()
+    pq.write_table(_capabilities_table(), buffer)
+    if kind == "folder":
+        (tmp_path / CAPABILITIES_FILE).parent.mkdir(parents=True)
+        (tmp_path / CAPABILITIES_FILE).write_bytes(buffer.getvalue())
+        return str(tmp_path)
+    prefix = f"guard-{uuid.uuid4().hex[:8]}"
+    local_s3.client().put_object(
+        Bucket=local_s3.state.bucket, Key=f"{prefix}/{CAPABILITIES_FILE}", Body=buffer.getvalue()
+    )
+    return local_s3.url(prefix)
+
+
+# s3: reading the table through ObjectStoragePath set up Airflow's logging, which wrote the guardrail's
+# WARNING to stdout ahead of the JSON ("Extra data: line 1 column 5" in the cluster demo)
+@pytest.mark.parametrize("kind", ["folder", "s3"])
 def test_cli_add_warns_when_no_known_library_pushes_the_prefix(
-    kafka_cluster: LocalKafkaCluster, tmp_path: Path
+    kafka_cluster: LocalKafkaCluster, tmp_path: Path, local_s3: LocalS3, kind: str
 ):
-    _capabilities(tmp_path)
+    data_root = _data_root(kind, tmp_path, local_s3)
     label = f"guard{uuid.uuid4().hex[:6]}"
     added = subprocess.run(
         [
@@ -55,7 +77,7 @@ def test_cli_add_warns_when_no_known_library_pushes_the_prefix(
         text=True,
         timeout=120,
         cwd=REPO_ROOT,
-        env={**os.environ, "PYTHONPATH": str(REPO_ROOT), "KIP714_DATA_DIR": str(tmp_path)},
+        env={**os.environ, "PYTHONPATH": str(REPO_ROOT), "KIP714_DATA_DIR": data_root},
     )
     assert added.returncode == 0, added.stderr
     name = json.loads(added.stdout)["name"]  # stdout stays the JSON result
