@@ -95,27 +95,18 @@ def submit(application: Path, args: Sequence[str], log: Path, conf: dict[str, st
 
 
 def demo_form() -> dict[str, object]:
-    """The demo's troubleshooting form (``kip714_dev.demo.runner.troubleshoot_conf``), its clients' ids."""
+    """The demo's troubleshooting form (``kip714_dev.demo.runner.troubleshoot_conf``) over this workload:
+    every demo client (``demo-.*``), a 10 s push interval and the window's 5.5 minutes."""
+    from kip714_dev.demo.runner import DemoSettings, troubleshoot_conf
+
     from airflow_provider_kip714.troubleshooting.form import troubleshoot_params
 
+    settings = DemoSettings(work_dir=Path(tempfile.gettempdir()), window_s=300, window_interval_ms=10_000)
     return {
         **{name: param.value for name, param in troubleshoot_params().items()},
+        **troubleshoot_conf(settings),
         "kafka_config_id": "kafka_default",
         "client_id": "demo-.*",
-        "min_clients": 2,
-        "metrics": ["org.apache.kafka.consumer."],
-        "interval_ms": 10_000,
-        "window_seconds": 300,
-        "bucket": "10s",
-        "thresholds": [
-            {
-                "metric_prefix": "org.apache.kafka.consumer.poll.idle.ratio.avg",
-                "comparison": "<",
-                "threshold": 0.3,
-                "critical_threshold": 0.05,
-                "for_seconds": 30,
-            }
-        ],
     }
 
 

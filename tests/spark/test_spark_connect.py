@@ -16,6 +16,7 @@ from pathlib import Path
 import pipeline
 import pytest
 from kip714_common.files import HadoopFiles
+from kip714_common.schemas import OUTPUT_SCHEMAS
 
 from airflow_provider_kip714.spark.connect import REMOTE_ENV, connect_command
 from airflow_provider_kip714.storage.data_root import RunArea
@@ -26,16 +27,7 @@ pytestmark = pytest.mark.spark
 FIXTURE = Path(__file__).resolve().parent / "data" / "demo_landing"
 RULES = Path(__file__).resolve().parents[2] / "spark_apps" / "rules" / "default_rules.json"
 WINDOW = ["--start", "2026-11-22T08:17:00Z", "--end", "2026-11-22T08:22:30Z", "--bucket", "10s"]
-TABLES = (
-    "rollups",
-    "thresholds",
-    "anomalies",
-    "broker_metrics",
-    "broker_client_metrics",
-    "delivery",
-    "capabilities",
-    "convergence",
-)
+TABLES = tuple(OUTPUT_SCHEMAS)  # every table the steps write
 SPARK_APPS = Path(pipeline.__file__).resolve().parent
 
 
