@@ -32,7 +32,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from airflow_provider_kip714.contract.selectors import compile_pattern
+from airflow_provider_kip714.contract.selectors import SELECTORS, compile_pattern
 
 SHARES: Final = {"p50_seconds": 0.5, "p90_seconds": 0.9, "p100_seconds": 1.0}
 """The same shares as ``kip714_common.convergence.SHARES`` (a test keeps them equal)."""
@@ -46,14 +46,8 @@ IDENTITY_COLUMNS: Final = (
     "client_source_address",
     "principal",
 )
-MATCHABLE: Final = (
-    "client_instance_id",
-    "client_id",
-    "client_software_name",
-    "client_software_version",
-    "client_source_address",
-    "client_source_port",
-)
+MATCHABLE: Final = SELECTORS
+"""What a window's ``match`` may name: the KIP selectors, each also a landing column."""
 POINT_COLUMNS: Final = [
     "record_type",
     "client_instance_id",
