@@ -86,13 +86,12 @@ class ConnectFiles:
     def __init__(self, spark: SparkSession) -> None:
         self._spark = spark
 
-    def _listing(self, directory: str, recursive: bool) -> list[tuple[str, int]] | None:
-        """(path, length) of the files under ``directory``; None when it does not exist."""
-        reader = self._spark.read.format("binaryFile")
-        if recursive:
-            reader = reader.option("recursiveFileLookup", "true")
+    def _listing(self, directory: str, limit: int | None = None) -> list[tuple[str, int]] | None:
+        """(path, length) of the files under ``directory`` (at most ``limit``); None if it does not exist."""
+        listed = self._spark.read.format("binaryFile").option("recursiveFileLookup", "true").load(directory)
+        listed = listed.select("path", "length")
         try:
-            rows = reader.load(directory).select("path", "length").collect()
+            rows = (listed.limit(limit) if limit is not None else listed).collect()
         except Exception as err:  # the server's AnalysisException, raised on this side
             if "PATH_NOT_FOUND" in str(err) or "does not exist" in str(err):
                 return None
@@ -100,10 +99,10 @@ class ConnectFiles:
         return [(row["path"], int(row["length"])) for row in rows]
 
     def exists(self, path: str) -> bool:
-        return self._listing(path, recursive=True) is not None
+        return self._listing(path, limit=1) is not None
 
     def names(self, directory: str) -> list[str]:
-        listed = self._listing(directory, recursive=True) or []
+        listed = self._listing(directory) or []
         folder = _without_scheme(directory)
         # the server spells paths in full (file:/..., s3a://...): keep the files directly in the folder
         return [
@@ -113,7 +112,7 @@ class ConnectFiles:
         ]
 
     def size(self, directory: str) -> int:
-        return sum(length for _, length in self._listing(directory, recursive=True) or [])
+        return sum(length for _, length in self._listing(directory) or [])
 
     def clear(self, directory: str, schema: StructType) -> None:
         empty = self._spark.createDataFrame([], schema).where(F.lit(False))
