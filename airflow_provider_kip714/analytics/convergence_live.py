@@ -33,19 +33,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from airflow_provider_kip714.contract.selectors import SELECTORS, compile_pattern
+from spark_apps.kip714_common.landing_contract import CLIENT_IDENTITY_COLUMNS
 
 SHARES: Final = {"p50_seconds": 0.5, "p90_seconds": 0.9, "p100_seconds": 1.0}
 """The same shares as ``kip714_common.convergence.SHARES`` (a test keeps them equal)."""
 DEFAULT_LOOKBACK: Final = timedelta(minutes=10)
 """The Spark app's ``--seen-lookback`` default."""
-IDENTITY_COLUMNS: Final = (
-    "client_instance_id_hex",
-    "client_id",
-    "client_software_name",
-    "client_software_version",
-    "client_source_address",
-    "principal",
-)
+IDENTITY_COLUMNS: Final = CLIENT_IDENTITY_COLUMNS[1:]
+"""What describes a matched instance beside its key (the newest data point's values)."""
 MATCHABLE: Final = SELECTORS
 """What a window's ``match`` may name: the KIP selectors, each also a landing column."""
 POINT_COLUMNS: Final = [

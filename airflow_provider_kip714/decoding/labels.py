@@ -12,24 +12,9 @@ from airflow_provider_kip714.contract.topic import Header, RecordType
 from airflow_provider_kip714.decoding import limits
 from airflow_provider_kip714.decoding.header_sets import Headers, HeaderSets
 from airflow_provider_kip714.exceptions import TelemetryDecodeError
+from spark_apps.kip714_common.landing_contract import BROKER_LABEL_COLUMNS
 
-LABEL_COLUMNS: Final = (
-    "record_type",
-    "client_instance_id",
-    "client_instance_id_hex",
-    "client_id",
-    "client_software_name",
-    "client_software_version",
-    "client_source_address",
-    "client_source_port",
-    "principal",
-    "listener",
-    "node_id",
-    "cluster_id",
-    "subscription_id",
-    "push_interval_ms",
-    "terminating",
-)
+LABEL_COLUMNS: Final = BROKER_LABEL_COLUMNS
 
 
 @dataclass(frozen=True)

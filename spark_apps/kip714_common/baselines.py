@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from functools import reduce
 
 from kip714_common.breaches import is_finite
+from kip714_common.landing_contract import CLIENT_IDENTITY_COLUMNS
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
@@ -172,13 +173,7 @@ def peer_candidates(
         ).alias("description"),
         F.lit("peers").alias("baseline_kind"),
         "peer_group",
-        "client_instance_id",
-        "client_instance_id_hex",
-        "client_id",
-        "client_software_name",
-        "client_software_version",
-        "client_source_address",
-        "principal",
+        *CLIENT_IDENTITY_COLUMNS,
         "attributes",
         "attributes_key",
         "bucket_start",

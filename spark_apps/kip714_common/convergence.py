@@ -21,6 +21,7 @@ from pathlib import Path
 
 from kip714_common.cli import parse_instant
 from kip714_common.errors import SparkAppInputError
+from kip714_common.landing_contract import CLIENT_IDENTITY_COLUMNS
 from kip714_common.selectors import SELECTORS, whole_value_pattern
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
@@ -100,14 +101,7 @@ def window_rows(client_points: DataFrame, window: WindowSpec) -> DataFrame:
         .agg(
             F.min(F.when(under & metric_filter(window.metrics), push_time)).alias("first_push_time"),
             F.max_by(
-                F.struct(
-                    "client_instance_id_hex",
-                    "client_id",
-                    "client_software_name",
-                    "client_software_version",
-                    "client_source_address",
-                    "principal",
-                ),
+                F.struct(*CLIENT_IDENTITY_COLUMNS[1:]),
                 "time_ns",
             ).alias("who"),
         )

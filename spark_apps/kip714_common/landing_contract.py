@@ -71,3 +71,22 @@ DATAPOINT_COLUMNS: Final[tuple[tuple[str, str], ...]] = (
 )
 
 DATAPOINT_PARTITION_COLUMNS: Final = ("date", "hour")
+
+_NAMES: Final = tuple(name for name, _ in DATAPOINT_COLUMNS)
+
+BROKER_LABEL_COLUMNS: Final = _NAMES[_NAMES.index("record_type") : _NAMES.index("terminating") + 1]
+"""The columns filled from the broker's ``kip714.*`` headers, in landing order (``decoding.labels``)."""
+
+CLIENT_IDENTITY_COLUMNS: Final = (
+    "client_instance_id",
+    "client_instance_id_hex",
+    "client_id",
+    "client_software_name",
+    "client_software_version",
+    "client_source_address",
+    "principal",
+)
+"""Who and where a client is: the broker-added labels every per-client output row keeps.
+
+The instance key first; ``CLIENT_IDENTITY_COLUMNS[1:]`` is what describes an instance beside its key.
+"""

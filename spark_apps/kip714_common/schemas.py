@@ -8,7 +8,7 @@ Arrow schema is built from too. One deliberate difference: Spark cannot read Par
 
 from __future__ import annotations
 
-from kip714_common.landing_contract import DATAPOINT_COLUMNS
+from kip714_common.landing_contract import CLIENT_IDENTITY_COLUMNS, DATAPOINT_COLUMNS
 from pyspark.sql.types import (
     ArrayType,
     BooleanType,
@@ -54,17 +54,6 @@ _SPARK_TYPES: dict[str, DataType] = {
 }
 
 DATAPOINT_SCHEMA = _struct([(name, _spark_type(kind)) for name, kind in DATAPOINT_COLUMNS])
-
-CLIENT_IDENTITY_COLUMNS = (
-    "client_instance_id",
-    "client_instance_id_hex",
-    "client_id",
-    "client_software_name",
-    "client_software_version",
-    "client_source_address",
-    "principal",
-)
-"""Broker-added labels every output row keeps, so it says who and where."""
 
 _IDENTITY = [(name, StringType()) for name in CLIENT_IDENTITY_COLUMNS]
 _PARTITION = [("date", StringType()), ("hour", IntegerType())]

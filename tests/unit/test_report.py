@@ -14,6 +14,7 @@ import pytest
 from airflow_provider_kip714.report import build_report, report_url_path
 from airflow_provider_kip714.report.builder import PLOTS_DIR
 from airflow_provider_kip714.storage.data_root import RunArea, troubleshoot_area
+from spark_apps.kip714_common.landing_contract import CLIENT_IDENTITY_COLUMNS
 
 START = datetime(2026, 3, 1, 10, 0, tzinfo=UTC)
 BUCKETS = 12
@@ -59,13 +60,7 @@ def write_partitioned(root: Path, table: str, rows: list[dict], schema: pa.Schem
 def rollup_schema() -> pa.Schema:
     strings = [
         "record_type",
-        "client_instance_id",
-        "client_instance_id_hex",
-        "client_id",
-        "client_software_name",
-        "client_software_version",
-        "client_source_address",
-        "principal",
+        *CLIENT_IDENTITY_COLUMNS,
         "metric_name",
         "metric_unit",
         "attributes_key",
