@@ -34,6 +34,21 @@ SELECTOR_HELP: Final = (
 )
 
 
+def _bounded_integer(
+    default: int, *, minimum: int, maximum: int, title: str, description: str, section: str
+) -> Param:
+    """An integer field with the validation's bounds, so the form refuses what it would."""
+    return Param(
+        default,
+        type="integer",
+        minimum=minimum,
+        maximum=maximum,
+        title=title,
+        description=description,
+        section=section,
+    )
+
+
 def troubleshoot_params() -> dict[str, Param]:
     """The Param form of ``kip714_troubleshoot``; the defaults work against ``kip714 local-kafka``."""
     selector_params = {
@@ -64,9 +79,8 @@ def troubleshoot_params() -> dict[str, Param]:
             description="Extra selector=regex entries, e.g. client_id=orders-.* (ANDed with the above).",
             section="Which clients",
         ),
-        "min_clients": Param(
+        "min_clients": _bounded_integer(
             1,
-            type="integer",
             minimum=1,
             maximum=10000,
             title="Clients to wait for",
@@ -82,18 +96,16 @@ def troubleshoot_params() -> dict[str, Param]:
             description="Metric-name prefixes to collect, e.g. org.apache.kafka.consumer. ; * = all.",
             section="What to collect",
         ),
-        "interval_ms": Param(
+        "interval_ms": _bounded_integer(
             5000,
-            type="integer",
             minimum=MIN_INTERVAL_MS,
             maximum=MAX_INTERVAL_MS,
             title="Push interval (ms)",
             description=f"How often clients push, {MIN_INTERVAL_MS}..{MAX_INTERVAL_MS} ms (Kafka's limits).",
             section="What to collect",
         ),
-        "window_seconds": Param(
+        "window_seconds": _bounded_integer(
             120,
-            type="integer",
             minimum=MIN_WINDOW_S,
             maximum=MAX_WINDOW_S,
             title="Window length (s)",
@@ -138,18 +150,16 @@ def troubleshoot_params() -> dict[str, Param]:
             description="Also apply spark_apps/rules/default_rules.json (KIP-714's example rules).",
             section="Analysis",
         ),
-        "baseline_min_buckets": Param(
+        "baseline_min_buckets": _bounded_integer(
             6,
-            type="integer",
             minimum=3,
             maximum=10000,
             title="Baseline: buckets needed",
             description="Learn a median + k*MAD baseline per metric and client once this many buckets exist.",
             section="Analysis",
         ),
-        "baseline_for_seconds": Param(
+        "baseline_for_seconds": _bounded_integer(
             30,
-            type="integer",
             minimum=0,
             maximum=MAX_WINDOW_S,
             title="Baseline: breach must last (s)",
