@@ -36,7 +36,7 @@ from kip714_common.landing import hour_partition_filter, path_exists
 from kip714_common.outputs import RunSummary, summarise_written, table_path, write_table
 from kip714_common.rollup_input import load_history, load_rollups
 from kip714_common.schemas import ANOMALY_SCHEMA
-from kip714_common.session import configure, get_session
+from kip714_common.session import app_session
 from kip714_common.thresholds import thresholds_frame
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -54,7 +54,7 @@ def check_args(argv: Sequence[str] | None) -> AnomalyArgs:
 def run(argv: Sequence[str] | None = None, spark: SparkSession | None = None) -> RunSummary:
     """Parse ``argv``, learn thresholds, detect anomalies, write both; returns (and prints) the summary."""
     args = check_args(argv)
-    spark = configure(spark) if spark is not None else get_session(APP_NAME)
+    spark = app_session(spark, APP_NAME)
     interval, output = args.common.interval, args.common.output
 
     current = judged_rows(spark, args)

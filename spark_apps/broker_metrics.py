@@ -30,8 +30,13 @@ from kip714_common.histograms import merged_counts_expression, percentile_expres
 from kip714_common.landing import read_datapoints
 from kip714_common.outputs import RunSummary, summarise_written, write_table
 from kip714_common.rollup import rollup_points
-from kip714_common.schemas import BROKER_CLIENT_SCHEMA, BROKER_METRICS_SCHEMA, CLIENT_IDENTITY_COLUMNS
-from kip714_common.session import configure, get_session
+from kip714_common.schemas import (
+    BROKER_CLIENT_SCHEMA,
+    BROKER_METRICS_SCHEMA,
+    CLIENT_IDENTITY_COLUMNS,
+    conform,
+)
+from kip714_common.session import app_session
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -156,12 +161,7 @@ def per_client(rolled: DataFrame, identities: DataFrame, settings) -> DataFrame:
         "date": F.date_format("bucket_start", "yyyy-MM-dd"),
         "hour": F.hour("bucket_start"),
     }
-    return joined.select(
-        *[
-            (columns[f.name] if f.name in columns else F.col(f.name)).cast(f.dataType).alias(f.name)
-            for f in BROKER_CLIENT_SCHEMA.fields
-        ]
-    )
+    return conform(joined, BROKER_CLIENT_SCHEMA, columns)
 
 
 def per_broker(rolled: DataFrame, clients: DataFrame, settings) -> DataFrame:  # type: ignore[no-untyped-def]
@@ -208,16 +208,10 @@ def per_broker(rolled: DataFrame, clients: DataFrame, settings) -> DataFrame:  #
         "date": F.date_format("bucket_start", "yyyy-MM-dd"),
         "hour": F.hour("bucket_start"),
     }
-    return (
-        aggregated.withColumn("_merged", merged)
-        .join(flagged, ["bucket_start", "broker_node_id"], "left")
-        .select(
-            *[
-                (columns[f.name] if f.name in columns else F.col(f.name)).cast(f.dataType).alias(f.name)
-                for f in BROKER_METRICS_SCHEMA.fields
-            ]
-        )
+    joined = aggregated.withColumn("_merged", merged).join(
+        flagged, ["bucket_start", "broker_node_id"], "left"
     )
+    return conform(joined, BROKER_METRICS_SCHEMA, columns)
 
 
 def check_args(argv: Sequence[str] | None) -> tuple[argparse.Namespace, CommonArgs]:
@@ -233,7 +227,7 @@ def check_args(argv: Sequence[str] | None) -> tuple[argparse.Namespace, CommonAr
 def run(argv: Sequence[str] | None = None, spark: SparkSession | None = None) -> RunSummary:
     """Parse ``argv``, compute broker health for the interval, write both tables; returns the summary."""
     namespace, common = check_args(argv)
-    spark = configure(spark) if spark is not None else get_session(APP_NAME)
+    spark = app_session(spark, APP_NAME)
 
     interval = common.interval
     points = read_datapoints(spark, common.input, common.read_start, interval.end, common.metric_aliases)

@@ -18,17 +18,18 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
-from kip714_common.cli import CommonArgs, base_parser, parse_common, run_main
+from kip714_common.cli import common_flags_step, run_main
 from kip714_common.landing import read_datapoints
 from kip714_common.outputs import RunSummary, summarise_written, write_table
 from kip714_common.rollup import date_hour_columns
-from kip714_common.schemas import CAPABILITIES_SCHEMA
-from kip714_common.session import configure, get_session
+from kip714_common.schemas import CAPABILITIES_SCHEMA, conform
+from kip714_common.session import app_session
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 APP_NAME = "kip714-capabilities"
 LIBRARY = ("client_software_name", "client_software_version")
+build_parser, check_args = common_flags_step("KIP-714 capabilities: the metrics each client library pushes.")
 
 
 def capabilities_frame(points: DataFrame) -> DataFrame:
@@ -58,27 +59,13 @@ def capabilities_frame(points: DataFrame) -> DataFrame:
     )
     date, hour = date_hour_columns(F.col("last_seen"))
     columns = {"date": date, "hour": hour}
-    return found.select(
-        *[
-            (columns[f.name] if f.name in columns else F.col(f.name)).cast(f.dataType).alias(f.name)
-            for f in CAPABILITIES_SCHEMA.fields
-        ]
-    )
-
-
-def build_parser():  # type: ignore[no-untyped-def]
-    return base_parser("KIP-714 capabilities: the metrics each client library pushes.")
-
-
-def check_args(argv: Sequence[str] | None) -> CommonArgs:
-    """Validate the flags before Spark starts (the pipeline checks every step's flags first)."""
-    return parse_common(build_parser(), argv)[1]
+    return conform(found, CAPABILITIES_SCHEMA, columns)
 
 
 def run(argv: Sequence[str] | None = None, spark: SparkSession | None = None) -> RunSummary:
     """Parse ``argv``, list each library's metrics in the interval, write them; returns the summary."""
     common = check_args(argv)
-    spark = configure(spark) if spark is not None else get_session(APP_NAME)
+    spark = app_session(spark, APP_NAME)
     interval = common.interval
     # no counter lookback: a metric pushed only before --start is not a capability seen in the interval
     points = read_datapoints(spark, common.input, interval.start, interval.end, common.metric_aliases)

@@ -31,8 +31,8 @@ from kip714_common.errors import SparkAppInputError
 from kip714_common.landing import read_datapoints
 from kip714_common.outputs import RunSummary, summarise_written, write_table
 from kip714_common.rollup import date_hour_columns
-from kip714_common.schemas import CONVERGENCE_SCHEMA
-from kip714_common.session import configure, get_session
+from kip714_common.schemas import CONVERGENCE_SCHEMA, conform
+from kip714_common.session import app_session
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -59,12 +59,7 @@ def convergence_frame(client_points: DataFrame, windows: list[WindowSpec], inter
     )
     date, hour = date_hour_columns(hour_of)
     columns = {"date": date, "hour": hour}
-    return rows.select(
-        *[
-            (columns[f.name] if f.name in columns else F.col(f.name)).cast(f.dataType).alias(f.name)
-            for f in CONVERGENCE_SCHEMA.fields
-        ]
-    )
+    return conform(rows, CONVERGENCE_SCHEMA, columns)
 
 
 def check_args(argv: Sequence[str] | None) -> tuple[CommonArgs, list[WindowSpec], timedelta]:
@@ -80,7 +75,7 @@ def check_args(argv: Sequence[str] | None) -> tuple[CommonArgs, list[WindowSpec]
 def run(argv: Sequence[str] | None = None, spark: SparkSession | None = None) -> RunSummary:
     """Parse ``argv``, compute each window's convergence, write it; returns (and prints) the summary."""
     common, windows, lookback = check_args(argv)
-    spark = configure(spark) if spark is not None else get_session(APP_NAME)
+    spark = app_session(spark, APP_NAME)
     interval = common.interval
     read_start = min([interval.start, *(w.subscribed_at - lookback for w in windows)])
     points = read_datapoints(spark, common.input, read_start, interval.end, common.metric_aliases)

@@ -19,7 +19,7 @@ import sys
 from collections.abc import Sequence
 from datetime import datetime
 
-from kip714_common.cli import CommonArgs, Interval, base_parser, make_interval, parse_common, run_main
+from kip714_common.cli import Interval, common_flags_step, make_interval, run_main
 from kip714_common.delivery import (
     GAP_AFTER,
     HOUR,
@@ -35,13 +35,14 @@ from kip714_common.delivery import (
 from kip714_common.landing import LandedPoints, read_datapoints
 from kip714_common.outputs import RunSummary, summarise_written, write_table
 from kip714_common.rollup import date_hour_columns, rollup_points
-from kip714_common.schemas import DELIVERY_SCHEMA
-from kip714_common.session import configure, get_session
+from kip714_common.schemas import DELIVERY_SCHEMA, conform
+from kip714_common.session import app_session
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 APP_NAME = "kip714-delivery"
 PRINTED_SILENT = 20
+build_parser, check_args = common_flags_step("KIP-714 delivery health: expected against landed pushes.")
 
 
 def _status() -> Column:
@@ -57,12 +58,7 @@ def _status() -> Column:
 def _shaped(frame: DataFrame, columns: dict[str, Column]) -> DataFrame:
     date, hour = date_hour_columns(F.col("hour_start"))
     columns = {"date": date, "hour": hour, **columns}
-    return frame.select(
-        *[
-            (columns[f.name] if f.name in columns else F.col(f.name)).cast(f.dataType).alias(f.name)
-            for f in DELIVERY_SCHEMA.fields
-        ]
-    )
+    return conform(frame, DELIVERY_SCHEMA, columns)
 
 
 def instance_rows(
@@ -166,19 +162,10 @@ def delivery_frame(points: LandedPoints, interval: Interval, read_start: datetim
     return rows.unionByName(unseen_rows(points.frame, pushes, interval))
 
 
-def build_parser():  # type: ignore[no-untyped-def]
-    return base_parser("KIP-714 delivery health: expected against landed pushes.")
-
-
-def check_args(argv: Sequence[str] | None) -> CommonArgs:
-    """Validate the flags before Spark starts (the pipeline checks every step's flags first)."""
-    return parse_common(build_parser(), argv)[1]
-
-
 def run(argv: Sequence[str] | None = None, spark: SparkSession | None = None) -> RunSummary:
     """Parse ``argv``, compute delivery health, write it; returns (and prints) the summary."""
     common = check_args(argv)
-    spark = configure(spark) if spark is not None else get_session(APP_NAME)
+    spark = app_session(spark, APP_NAME)
     interval = common.interval
     points = read_datapoints(spark, common.input, common.read_start, interval.end, common.metric_aliases)
     frame = delivery_frame(points, interval, common.read_start).persist()

@@ -15,29 +15,21 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
-from kip714_common.cli import CommonArgs, base_parser, parse_common, run_main
+from kip714_common.cli import common_flags_step, run_main
 from kip714_common.landing import landing_counts, read_datapoints
 from kip714_common.outputs import RunSummary, summarise_written, write_table
 from kip714_common.rollup import rollup_points
-from kip714_common.session import configure, get_session
+from kip714_common.session import app_session
 from pyspark.sql import SparkSession
 
 APP_NAME = "kip714-rollups"
-
-
-def build_parser():  # type: ignore[no-untyped-def]
-    return base_parser("Roll KIP-714 data points up per bucket.")
-
-
-def check_args(argv: Sequence[str]) -> CommonArgs:
-    """Validate the flags (before Spark starts): the first bad one raises ``SparkAppInputError``."""
-    return parse_common(build_parser(), argv)[1]
+build_parser, check_args = common_flags_step("Roll KIP-714 data points up per bucket.")
 
 
 def run(argv: Sequence[str] | None = None, spark: SparkSession | None = None) -> RunSummary:
     """Parse ``argv``, roll the interval up, write it; returns (and prints) the summary."""
     common = check_args(sys.argv[1:] if argv is None else argv)
-    spark = configure(spark) if spark is not None else get_session(APP_NAME)
+    spark = app_session(spark, APP_NAME)
 
     interval = common.interval
     points = read_datapoints(spark, common.input, common.read_start, interval.end, common.metric_aliases)

@@ -146,6 +146,23 @@ def parse_common(
     return namespace, common
 
 
+def common_flags_step(
+    description: str,
+) -> tuple[Callable[[], argparse.ArgumentParser], Callable[[Sequence[str] | None], CommonArgs]]:
+    """``build_parser`` and ``check_args`` of a pipeline step that takes only the shared flags.
+
+    ``check_args`` validates the flags before Spark starts: the first bad one raises ``SparkAppInputError``.
+    """
+
+    def build_parser() -> argparse.ArgumentParser:
+        return base_parser(description)
+
+    def check_args(argv: Sequence[str] | None) -> CommonArgs:
+        return parse_common(build_parser(), argv)[1]
+
+    return build_parser, check_args
+
+
 def run_main(run: Callable[[Sequence[str]], object], argv: Sequence[str]) -> int:
     """``__main__`` entry of an app: bad input prints one line naming the flag and exits 2, no traceback."""
     try:

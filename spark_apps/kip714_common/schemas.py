@@ -8,7 +8,11 @@ Arrow schema is built from too. One deliberate difference: Spark cannot read Par
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from kip714_common.landing_contract import CLIENT_IDENTITY_COLUMNS, DATAPOINT_COLUMNS
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
 from pyspark.sql.types import (
     ArrayType,
     BooleanType,
@@ -261,3 +265,13 @@ OUTPUT_SCHEMAS: dict[str, StructType] = {
     "capabilities": CAPABILITIES_SCHEMA,
 }
 """Output table name (folder under ``--output``) -> schema."""
+
+
+def conform(frame: DataFrame, schema: StructType, columns: Mapping[str, Column]) -> DataFrame:
+    """``schema``'s columns, in order and cast: each from ``columns``, else the frame's own of that name."""
+    return frame.select(
+        *[
+            (columns[f.name] if f.name in columns else F.col(f.name)).cast(f.dataType).alias(f.name)
+            for f in schema.fields
+        ]
+    )

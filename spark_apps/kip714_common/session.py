@@ -34,6 +34,11 @@ def configure(spark: SparkSession) -> SparkSession:
     return spark
 
 
+def app_session(spark: SparkSession | None, app_name: str) -> SparkSession:
+    """An app's session: the one it was given (the pipeline, tests) configured, else ``get_session``'s."""
+    return configure(spark) if spark is not None else get_session(app_name)
+
+
 SMALL_INPUT_BYTES = 256 * 1024 * 1024
 """Landing data (Parquet bytes) up to which ``SMALL_INPUT_CONF`` applies: about 5M data points."""
 SMALL_INPUT_CONF = {

@@ -12,7 +12,7 @@ from kip714_common.baselines import BaselineSettings
 from kip714_common.cli import Interval
 from kip714_common.rollup import date_hour_columns
 from kip714_common.rules import StaticRule
-from kip714_common.schemas import THRESHOLD_SCHEMA
+from kip714_common.schemas import THRESHOLD_SCHEMA, conform
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
@@ -57,12 +57,7 @@ def _baseline_thresholds(
         "k": F.lit(settings.k),
         **common,
     }
-    return baselines.select(
-        *[
-            (columns[f.name] if f.name in columns else F.col(f.name)).cast(f.dataType).alias(f.name)
-            for f in THRESHOLD_SCHEMA.fields
-        ]
-    )
+    return conform(baselines, THRESHOLD_SCHEMA, columns)
 
 
 def _static_thresholds(spark: SparkSession, rules: list[StaticRule], common: dict[str, Column]) -> DataFrame:
