@@ -24,7 +24,9 @@ import argparse
 import sys
 from collections.abc import Sequence
 
+from kip714_common.broker_metric_names import BrokerMetric
 from kip714_common.cli import CommonArgs, base_parser, parse_common, run_main
+from kip714_common.counters import increase_of
 from kip714_common.errors import SparkAppInputError
 from kip714_common.histograms import merged_counts_expression, percentile_expression
 from kip714_common.landing import read_datapoints
@@ -41,23 +43,6 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 APP_NAME = "kip714-broker-metrics"
-INSTANCE_COUNT = "kafka.server.client_metrics.instance.count"
-UNKNOWN_SUBSCRIPTION_REQUESTS = "kafka.server.client_metrics.unknown_subscription_request.count"
-THROTTLES = "kafka.server.client_metrics.throttle.count"
-PLUGIN_EXPORTS = "kafka.server.client_metrics.plugin_export.count"
-PLUGIN_ERRORS = "kafka.server.client_metrics.plugin_error.count"
-PLUGIN_EXPORT_TIME = "kafka.server.client_metrics.plugin_export.time"
-PLUGIN_DROPS = "kip714.plugin.dropped.count"
-BROKER_METRIC_NAMES = (
-    INSTANCE_COUNT,
-    UNKNOWN_SUBSCRIPTION_REQUESTS,
-    THROTTLES,
-    PLUGIN_EXPORTS,
-    PLUGIN_ERRORS,
-    PLUGIN_EXPORT_TIME,
-    PLUGIN_DROPS,
-)
-"""Same names as ``airflow_provider_kip714.contract.topic.BrokerMetric`` (a unit test holds them equal)."""
 WINDOW_COLUMNS = ("bucket_start", "bucket_end", "bucket_seconds", "cluster_id", "broker_node_id")
 
 
@@ -80,10 +65,6 @@ def _ratio(part: Column, whole: Column) -> Column:
     return part / F.when(whole > 0, whole)
 
 
-def _increase_of(metric: str) -> Column:
-    return F.coalesce(F.sum(F.when(F.col("metric_name") == metric, F.col("increase"))), F.lit(0.0))
-
-
 def _top_bucket_bound() -> Column:
     """Upper bound of the highest bucket with a count in the window (its lower bound for the overflow one)."""
     top = "aggregate(sequence(0, size(merged_counts) - 1), -1, (k, i) -> if(merged_counts[i] > 0, i, k))"
@@ -99,12 +80,12 @@ def _export_time_max() -> Column:
     Not the rollup's ``max``: that is the maximum of the points' ``value``, which for a histogram is
     its mean (sum / count); 0.5 ms reported where exports took up to 4 ms.
     """
-    is_time = F.col("metric_name") == PLUGIN_EXPORT_TIME
+    is_time = F.col("metric_name") == BrokerMetric.PLUGIN_EXPORT_TIME
     return F.max(F.when(is_time, F.coalesce(F.col("histogram_max"), _top_bucket_bound())))
 
 
 def _export_time(prefix_columns: dict[str, Column]) -> dict[str, Column]:
-    is_time = F.col("metric_name") == PLUGIN_EXPORT_TIME
+    is_time = F.col("metric_name") == BrokerMetric.PLUGIN_EXPORT_TIME
     return {
         **prefix_columns,
         "_time_sum": F.sum(F.when(is_time, F.col("histogram_sum"))),
@@ -136,13 +117,15 @@ def per_client(rolled: DataFrame, identities: DataFrame, settings) -> DataFrame:
         .withColumn("instance_key", instance)
         .groupBy(*WINDOW_COLUMNS, "instance_key")
         .agg(
-            _increase_of(PLUGIN_EXPORTS).alias("pushes_exported"),
-            _increase_of(THROTTLES).alias("throttled_pushes"),
-            _increase_of(PLUGIN_ERRORS).alias("plugin_errors"),
-            F.sum(F.when(F.col("metric_name") == PLUGIN_EXPORT_TIME, F.col("histogram_sum"))).alias("_sum"),
-            F.sum(F.when(F.col("metric_name") == PLUGIN_EXPORT_TIME, F.col("histogram_count"))).alias(
-                "_count"
-            ),
+            increase_of(BrokerMetric.PLUGIN_EXPORTS).alias("pushes_exported"),
+            increase_of(BrokerMetric.THROTTLES).alias("throttled_pushes"),
+            increase_of(BrokerMetric.PLUGIN_ERRORS).alias("plugin_errors"),
+            F.sum(
+                F.when(F.col("metric_name") == BrokerMetric.PLUGIN_EXPORT_TIME, F.col("histogram_sum"))
+            ).alias("_sum"),
+            F.sum(
+                F.when(F.col("metric_name") == BrokerMetric.PLUGIN_EXPORT_TIME, F.col("histogram_count"))
+            ).alias("_count"),
             _export_time_max().alias("export_time_max_ms"),
         )
     )
@@ -165,7 +148,7 @@ def per_client(rolled: DataFrame, identities: DataFrame, settings) -> DataFrame:
 
 
 def per_broker(rolled: DataFrame, clients: DataFrame, settings) -> DataFrame:  # type: ignore[no-untyped-def]
-    is_count = F.col("metric_name") == INSTANCE_COUNT
+    is_count = F.col("metric_name") == BrokerMetric.INSTANCE_COUNT
     aggregated = rolled.groupBy(*WINDOW_COLUMNS).agg(
         *[
             column.alias(name)
@@ -175,11 +158,11 @@ def per_broker(rolled: DataFrame, clients: DataFrame, settings) -> DataFrame:  #
                         F.when(is_count, F.col("last")), F.when(is_count, F.col("last_time"))
                     ),
                     "instance_count_max": F.max(F.when(is_count, F.col("max"))),
-                    "pushes_exported": _increase_of(PLUGIN_EXPORTS),
-                    "throttled_pushes": _increase_of(THROTTLES),
-                    "unknown_subscription_requests": _increase_of(UNKNOWN_SUBSCRIPTION_REQUESTS),
-                    "plugin_errors": _increase_of(PLUGIN_ERRORS),
-                    "plugin_dropped": _increase_of(PLUGIN_DROPS),
+                    "pushes_exported": increase_of(BrokerMetric.PLUGIN_EXPORTS),
+                    "throttled_pushes": increase_of(BrokerMetric.THROTTLES),
+                    "unknown_subscription_requests": increase_of(BrokerMetric.UNKNOWN_SUBSCRIPTION_REQUESTS),
+                    "plugin_errors": increase_of(BrokerMetric.PLUGIN_ERRORS),
+                    "plugin_dropped": increase_of(BrokerMetric.PLUGIN_DROPS),
                     "counter_resets": F.sum("counter_resets"),
                 }
             ).items()

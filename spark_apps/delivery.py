@@ -19,11 +19,11 @@ import sys
 from collections.abc import Sequence
 from datetime import datetime
 
+from kip714_common.broker_metric_names import BrokerMetric
 from kip714_common.cli import Interval, common_flags_step, make_interval, run_main
 from kip714_common.delivery import (
     GAP_AFTER,
     HOUR,
-    INSTANCE_COUNT,
     broker_client_counters,
     broker_hours,
     instance_hours,
@@ -108,7 +108,9 @@ def unseen_rows(points: DataFrame, pushes: DataFrame, interval: Interval) -> Dat
         )
         .agg(F.count_distinct("client_instance_id").alias("pushing"))
     )
-    gauge = points.where((F.col("record_type") == "broker") & (F.col("metric_name") == INSTANCE_COUNT))
+    gauge = points.where(
+        (F.col("record_type") == "broker") & (F.col("metric_name") == BrokerMetric.INSTANCE_COUNT)
+    )
     start, end = F.lit(interval.start).cast("timestamp"), F.lit(interval.end).cast("timestamp")
     counted = (
         gauge.where((F.col("ts") >= start) & (F.col("ts") < end))

@@ -5,6 +5,9 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Final
 
+# the broker records' metric names: declared where the Spark apps (which cannot import this package) read them
+from spark_apps.kip714_common.broker_metric_names import BrokerMetric as BrokerMetric
+
 DEFAULT_TELEMETRY_TOPIC: Final = "_client_telemetry"
 HEADER_PREFIX: Final = "kip714."
 
@@ -34,18 +37,6 @@ class Header(StrEnum):
 
 
 CLIENT_HEADERS: Final = tuple(Header)
-
-
-class BrokerMetric(StrEnum):
-    """OTLP metric names of the plugin's broker records."""
-
-    INSTANCE_COUNT = "kafka.server.client_metrics.instance.count"
-    UNKNOWN_SUBSCRIPTION_REQUESTS = "kafka.server.client_metrics.unknown_subscription_request.count"
-    THROTTLES = "kafka.server.client_metrics.throttle.count"
-    PLUGIN_EXPORTS = "kafka.server.client_metrics.plugin_export.count"
-    PLUGIN_ERRORS = "kafka.server.client_metrics.plugin_error.count"
-    PLUGIN_EXPORT_TIME = "kafka.server.client_metrics.plugin_export.time"
-    PLUGIN_DROPS = "kip714.plugin.dropped.count"
 
 
 def broker_record_key(node_id: int | str) -> str:

@@ -21,6 +21,11 @@ SERIES_COLUMNS = ("record_type", "client_instance_id", "series_node", "metric_na
 client keeps its counters when it moves to another broker)."""
 
 
+def increase_of(metric: str) -> Column:
+    """Aggregate: the summed ``increase`` of one metric's rollup rows in a group (0 when it has none)."""
+    return F.coalesce(F.sum(F.when(F.col("metric_name") == metric, F.col("increase"))), F.lit(0.0))
+
+
 def _is_histogram() -> Column:
     return F.col("metric_type").isin(*HISTOGRAM_TYPES)
 

@@ -24,7 +24,9 @@ together with the subscriptions of that hour.
 
 from __future__ import annotations
 
+from kip714_common.broker_metric_names import BrokerMetric
 from kip714_common.cli import Interval
+from kip714_common.counters import increase_of
 from kip714_common.schemas import CLIENT_IDENTITY_COLUMNS
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
@@ -35,12 +37,6 @@ GAP_AFTER = 1.5
 """A gap longer than this many intervals means at least one push went missing."""
 DEFAULT_INTERVAL_SECONDS = 300.0
 """KIP-714's default push interval, used when neither the header nor two pushes tell the interval."""
-INSTANCE_COUNT = "kafka.server.client_metrics.instance.count"
-UNKNOWN_SUBSCRIPTION_REQUESTS = "kafka.server.client_metrics.unknown_subscription_request.count"
-THROTTLES = "kafka.server.client_metrics.throttle.count"
-PLUGIN_ERRORS = "kafka.server.client_metrics.plugin_error.count"
-PLUGIN_DROPS = "kip714.plugin.dropped.count"
-"""Same names as ``airflow_provider_kip714.contract.topic.BrokerMetric`` (a unit test holds them equal)."""
 HOUR = 3600
 
 
@@ -167,29 +163,23 @@ def instance_hours(instances: DataFrame, hourly: DataFrame, interval: Interval) 
 def broker_client_counters(rolled: DataFrame) -> DataFrame:
     """Per instance key (either id form) and hour: throttled pushes and plugin errors the broker counted."""
     instance = F.col("attributes")["client_instance_id"]
-
-    def increase(metric: str) -> Column:
-        return F.coalesce(F.sum(F.when(F.col("metric_name") == metric, F.col("increase"))), F.lit(0.0))
-
     return (
         rolled.where(instance.isNotNull())
         .groupBy(instance.alias("instance_key"), F.col("bucket_start").alias("hour_start"))
-        .agg(increase(THROTTLES).alias("throttled_pushes"), increase(PLUGIN_ERRORS).alias("plugin_errors"))
+        .agg(
+            increase_of(BrokerMetric.THROTTLES).alias("throttled_pushes"),
+            increase_of(BrokerMetric.PLUGIN_ERRORS).alias("plugin_errors"),
+        )
     )
 
 
 def broker_hours(rolled: DataFrame) -> DataFrame:
     """Per cluster, broker and hour: instance count, unknown-subscription requests, plugin drops."""
-    is_count = F.col("metric_name") == INSTANCE_COUNT
+    is_count = F.col("metric_name") == BrokerMetric.INSTANCE_COUNT
     return rolled.groupBy("cluster_id", "broker_node_id", F.col("bucket_start").alias("hour_start")).agg(
         F.max(F.when(is_count, F.col("max"))).alias("instance_count_max"),
-        F.coalesce(
-            F.sum(F.when(F.col("metric_name") == UNKNOWN_SUBSCRIPTION_REQUESTS, F.col("increase"))),
-            F.lit(0.0),
-        ).alias("unknown_subscription_requests"),
-        F.coalesce(F.sum(F.when(F.col("metric_name") == PLUGIN_DROPS, F.col("increase"))), F.lit(0.0)).alias(
-            "plugin_dropped"
-        ),
+        increase_of(BrokerMetric.UNKNOWN_SUBSCRIPTION_REQUESTS).alias("unknown_subscription_requests"),
+        increase_of(BrokerMetric.PLUGIN_DROPS).alias("plugin_dropped"),
     )
 
 
