@@ -67,28 +67,26 @@ def _bootstrap(value: Any) -> list[str]:
     return servers
 
 
+def _one_of(key: str, value: Any, choices: tuple[str, ...]) -> str:
+    """``value`` stripped and upper-cased, when it is one of ``choices``."""
+    chosen = str(value).strip().upper()
+    if chosen not in choices:
+        raise SubscriptionValidationError(_field(key), f"must be one of {choices}", value)
+    return chosen
+
+
 def _protocol(value: Any) -> str:
-    protocol = str(value).strip().upper()
-    if protocol not in SECURITY_PROTOCOLS:
-        raise SubscriptionValidationError(
-            _field("security.protocol"), f"must be one of {SECURITY_PROTOCOLS}", value
-        )
-    return protocol
+    return _one_of("security.protocol", value, SECURITY_PROTOCOLS)
 
 
 def _mechanism(value: Any) -> str:
-    mechanism = str(value).strip().upper()
-    if mechanism == "OAUTHBEARER":
+    if str(value).strip().upper() == "OAUTHBEARER":
         raise SubscriptionValidationError(
             _field("sasl.mechanism"),
             "OAUTHBEARER needs a token callback, which the kafka-python admin cannot take from an extra",
             value,
         )
-    if mechanism not in SASL_MECHANISMS:
-        raise SubscriptionValidationError(
-            _field("sasl.mechanism"), f"must be one of {SASL_MECHANISMS}", value
-        )
-    return mechanism
+    return _one_of("sasl.mechanism", value, SASL_MECHANISMS)
 
 
 def _hostname_check(value: Any) -> bool:

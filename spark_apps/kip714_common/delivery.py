@@ -183,6 +183,12 @@ def broker_hours(rolled: DataFrame) -> DataFrame:
     )
 
 
+def _counted(column: str, before: str, after: str) -> Column:
+    """``before<count>after`` when the row's ``column`` counted something, else null (a skipped part)."""
+    count = F.col(column).cast("long").cast("string")
+    return F.when(F.col(column) > 0, F.concat(F.lit(before), count, F.lit(after)))
+
+
 def reason_column() -> Column:
     """Why, in words, from the row's own figures and its broker's counters (null parts are skipped)."""
     since = F.date_format("silent_since", "yyyy-MM-dd'T'HH:mm:ss'Z'")
@@ -196,19 +202,8 @@ def reason_column() -> Column:
             F.col("terminated") & F.col("_has_terminating").cast("boolean"),
             F.lit("closed (terminating push)"),
         ),
-        F.when(
-            F.col("throttled_pushes") > 0,
-            F.concat(
-                F.col("throttled_pushes").cast("long").cast("string"),
-                F.lit(" pushes throttled by the broker"),
-            ),
-        ),
-        F.when(
-            F.col("plugin_errors") > 0,
-            F.concat(
-                F.col("plugin_errors").cast("long").cast("string"), F.lit(" plugin errors for this client")
-            ),
-        ),
+        _counted("throttled_pushes", "", " pushes throttled by the broker"),
+        _counted("plugin_errors", "", " plugin errors for this client"),
         F.when(
             F.col("max_gap_seconds") > GAP_AFTER * F.col("interval_seconds"),
             F.concat(
@@ -219,20 +214,6 @@ def reason_column() -> Column:
                 F.lit(" s interval"),
             ),
         ),
-        F.when(
-            F.col("unknown_subscription_requests") > 0,
-            F.concat(
-                F.lit("broker counted "),
-                F.col("unknown_subscription_requests").cast("long").cast("string"),
-                F.lit(" unknown-subscription requests"),
-            ),
-        ),
-        F.when(
-            F.col("plugin_dropped") > 0,
-            F.concat(
-                F.lit("plugin dropped "),
-                F.col("plugin_dropped").cast("long").cast("string"),
-                F.lit(" records"),
-            ),
-        ),
+        _counted("unknown_subscription_requests", "broker counted ", " unknown-subscription requests"),
+        _counted("plugin_dropped", "plugin dropped ", " records"),
     )
