@@ -8,12 +8,8 @@ second start never downloads again.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
-import shutil
-import subprocess
-import tempfile
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,13 +19,13 @@ from kip714_dev.errors import LocalKafkaError
 from kip714_dev.local_kafka.distribution import (
     LIBS_DIR_NAME,
     MANIFEST_NAME,
-    MAVEN_TIMEOUT_S,
     _dependency_xml,
     _find_maven,
-    _maven_error_summary,
     _resolution_lock,
-    _swap_into_place,
     cache_root,
+    copy_dependencies,
+    publish,
+    staging_folder,
 )
 
 log = logging.getLogger(__name__)
@@ -103,37 +99,16 @@ def _pom(jar_set: JarSet) -> str:
 
 
 def _resolve_into(home: Path, jar_set: JarSet, maven: str) -> None:
-    staging = Path(tempfile.mkdtemp(prefix=f"{home.name}.partial-", dir=home.parent))
-    staging.chmod(0o755)
-    try:
+    log.info("Resolving %s from Maven Central into %s (once)", ", ".join(jar_set.coordinates), home)
+    with staging_folder(home) as staging:
         pom = staging / "pom.xml"
         pom.write_text(_pom(jar_set))
-        libs = staging / LIBS_DIR_NAME
-        log.info("Resolving %s from Maven Central into %s (once)", ", ".join(jar_set.coordinates), home)
-        command = [maven, "-B", "-q", "-f", str(pom), "dependency:copy-dependencies"]
-        command += ["-DincludeScope=runtime", f"-DoutputDirectory={libs}"]
-        if not jar_set.transitive:
-            command.append("-DexcludeTransitive=true")
-        try:
-            completed = subprocess.run(
-                command, capture_output=True, text=True, timeout=MAVEN_TIMEOUT_S, check=False
-            )
-        except OSError as err:
-            raise LocalKafkaError(f"could not run Maven ({maven}): {err}") from err
-        except subprocess.TimeoutExpired as err:
-            raise LocalKafkaError(
-                f"Maven did not resolve {jar_set.name} within {MAVEN_TIMEOUT_S} s; check Maven Central access"
-            ) from err
-        if completed.returncode != 0:
-            raise LocalKafkaError(
-                f"Maven could not resolve {', '.join(jar_set.coordinates)}: "
-                f"{_maven_error_summary(completed.stdout + completed.stderr)}"
-            )
-        jars = {jar.name: jar.stat().st_size for jar in sorted(libs.glob("*.jar"))}
-        manifest = {"coordinates": list(jar_set.coordinates), "jars": jars}
-        (staging / MANIFEST_NAME).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
-        _swap_into_place(staging, home)
-    finally:
-        with contextlib.suppress(OSError):
-            if staging.exists():
-                shutil.rmtree(staging, ignore_errors=True)
+        jars = copy_dependencies(
+            maven,
+            pom,
+            staging / LIBS_DIR_NAME,
+            subject=jar_set.name,
+            coordinates=", ".join(jar_set.coordinates),
+            transitive=jar_set.transitive,
+        )
+        publish(staging, home, {"coordinates": list(jar_set.coordinates), "jars": jars})

@@ -202,51 +202,71 @@ def _find_maven() -> str:
 
 
 def _resolve_into(home: Path, version: KafkaVersion, maven: str) -> KafkaDistribution:
-    staging = Path(tempfile.mkdtemp(prefix=f"{home.name}.partial-", dir=home.parent))
-    staging.chmod(0o755)  # mkdtemp makes it private; the cache is shared like any other
-    try:
+    log.info("Resolving Apache Kafka %s and its runtime dependencies with Maven into %s", version, home)
+    with staging_folder(home) as staging:
         pom = staging / "pom.xml"
         pom.write_text(render_resolution_pom(version))
-        libs = staging / LIBS_DIR_NAME
-        log.info("Resolving Apache Kafka %s and its runtime dependencies with Maven into %s", version, home)
-        command = [
+        jars = copy_dependencies(
             maven,
-            "-B",
-            "-q",
-            "-f",
-            str(pom),
-            "dependency:copy-dependencies",
-            "-DincludeScope=runtime",
-            f"-DoutputDirectory={libs}",
-        ]
-        try:
-            completed = subprocess.run(
-                command, capture_output=True, text=True, timeout=MAVEN_TIMEOUT_S, check=False
-            )
-        except OSError as err:
-            raise LocalKafkaError(f"could not run Maven ({maven}): {err}") from err
-        except subprocess.TimeoutExpired as err:
-            raise LocalKafkaError(
-                f"Maven did not resolve Kafka {version} within {MAVEN_TIMEOUT_S} s; "
-                "check access to Maven Central"
-            ) from err
-        if completed.returncode != 0:
-            raise LocalKafkaError(
-                f"Maven could not resolve org.apache.kafka:kafka_2.13:{version}: "
-                f"{_maven_error_summary(completed.stdout + completed.stderr)}"
-            )
-        jars = {jar.name: jar.stat().st_size for jar in sorted(libs.glob("*.jar"))}
+            pom,
+            staging / LIBS_DIR_NAME,
+            subject=f"Kafka {version}",
+            coordinates=f"org.apache.kafka:kafka_2.13:{version}",
+        )
         if f"kafka_2.13-{version}.jar" not in jars:
             raise LocalKafkaError(
                 f"Maven finished but kafka_2.13-{version}.jar is not among the resolved jars"
             )
-        manifest = {"kafka_version": str(version), "jars": jars}
-        (staging / MANIFEST_NAME).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
-        _swap_into_place(staging, home)
-    finally:
-        if staging.exists():
-            shutil.rmtree(staging, ignore_errors=True)
+        publish(staging, home, {"kafka_version": str(version), "jars": jars})
     return check_distribution(home, version)
+
+
+@contextlib.contextmanager
+def staging_folder(home: Path) -> Iterator[Path]:
+    """A fresh folder beside ``home`` to build a cache entry in; removed unless ``publish`` moved it."""
+    staging = Path(tempfile.mkdtemp(prefix=f"{home.name}.partial-", dir=home.parent))
+    staging.chmod(0o755)  # mkdtemp makes it private; the cache is shared like any other
+    try:
+        yield staging
+    finally:
+        with contextlib.suppress(OSError):
+            if staging.exists():
+                shutil.rmtree(staging, ignore_errors=True)
+
+
+def copy_dependencies(
+    maven: str, pom: Path, libs: Path, *, subject: str, coordinates: str, transitive: bool = True
+) -> dict[str, int]:
+    """Maven's ``dependency:copy-dependencies`` of ``pom`` into ``libs``: each runtime jar's size by name.
+
+    ``subject`` and ``coordinates`` name what is resolved in the one-line errors.
+    """
+    command = [maven, "-B", "-q", "-f", str(pom), "dependency:copy-dependencies"]
+    command += ["-DincludeScope=runtime", f"-DoutputDirectory={libs}"]
+    if not transitive:
+        command.append("-DexcludeTransitive=true")
+    try:
+        completed = subprocess.run(
+            command, capture_output=True, text=True, timeout=MAVEN_TIMEOUT_S, check=False
+        )
+    except OSError as err:
+        raise LocalKafkaError(f"could not run Maven ({maven}): {err}") from err
+    except subprocess.TimeoutExpired as err:
+        raise LocalKafkaError(
+            f"Maven did not resolve {subject} within {MAVEN_TIMEOUT_S} s; check access to Maven Central"
+        ) from err
+    if completed.returncode != 0:
+        raise LocalKafkaError(
+            f"Maven could not resolve {coordinates}: "
+            f"{_maven_error_summary(completed.stdout + completed.stderr)}"
+        )
+    return {jar.name: jar.stat().st_size for jar in sorted(libs.glob("*.jar"))}
+
+
+def publish(staging: Path, home: Path, manifest: dict[str, object]) -> None:
+    """Write the manifest (what marks a complete cache entry), then rename the folder into place."""
+    (staging / MANIFEST_NAME).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+    _swap_into_place(staging, home)
 
 
 def _swap_into_place(staging: Path, home: Path) -> None:
