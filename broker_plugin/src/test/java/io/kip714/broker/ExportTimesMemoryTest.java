@@ -20,6 +20,12 @@ class ExportTimesMemoryTest {
     private static final BrokerMetricsCollector.PluginCounters COUNTERS =
         new BrokerMetricsCollector.PluginCounters(1L, Map.of(), 0L, 0L);
 
+    /** Moves the clock on by {@code millis}, then collects once (which expires what is due by then). */
+    private static List<byte[]> collectAfter(AtomicLong now, long millis, BrokerMetricsCollector collector) {
+        now.addAndGet(millis);
+        return collector.collect("1", "c", COUNTERS, 500);
+    }
+
     @Test
     void fiftyThousandInstancesStayUnderTheCapAndExpire() {
         AtomicLong now = new AtomicLong(1_700_000_000_000L);
@@ -42,8 +48,7 @@ class ExportTimesMemoryTest {
         assertEquals(0L, collector.collectExportTimeCount("instance-0"), "the least recent were evicted");
         assertTrue(collector.evictedInstances() >= 50_000 - cap, "evicted " + collector.evictedInstances());
 
-        now.addAndGet(60_001); // every one of them is now past max(60 s, 3 x 10 s)
-        collector.collect("1", "c", COUNTERS, 500);
+        collectAfter(now, 60_001, collector); // every one of them is now past max(60 s, 3 x 10 s)
         assertEquals(0, collector.trackedInstances());
     }
 
@@ -55,20 +60,16 @@ class ExportTimesMemoryTest {
         collector.recordExportTime("fast", 0.1, OptionalInt.of(1_000), false);    // expires after 60 s
         collector.recordExportTime("unknown", 0.1, OptionalInt.empty(), false);   // 3.x: 3 x 5 min default
 
-        now.addAndGet(60_000);
-        collector.collect("1", "c", COUNTERS, 500);
+        collectAfter(now, 60_000, collector);
         assertEquals(3, collector.trackedInstances(), "nothing expires at exactly 60 s");
-        now.addAndGet(1);
-        collector.collect("1", "c", COUNTERS, 500);
+        collectAfter(now, 1, collector);
         assertEquals(0L, collector.collectExportTimeCount("fast"));
         assertEquals(2, collector.trackedInstances());
 
-        now.addAndGet(240_000);
-        collector.collect("1", "c", COUNTERS, 500);
+        collectAfter(now, 240_000, collector);
         assertEquals(0L, collector.collectExportTimeCount("slow"));
         assertEquals(1L, collector.collectExportTimeCount("unknown"));
-        now.addAndGet(600_000);
-        collector.collect("1", "c", COUNTERS, 500);
+        collectAfter(now, 600_000, collector);
         assertEquals(0, collector.trackedInstances());
     }
 

@@ -56,13 +56,19 @@ class PluginCloseTest {
         closeWithinBound(core, node);
     }
 
+    /** A started core of node {@code node} with one setting changed, aimed at a cluster that is not there. */
+    private static TelemetryTopicCore startedUnreachable(String node, String key, String value) {
+        Map<String, Object> configs = TelemetrySenderTest.configs(node);
+        configs.put(key, value);
+        TelemetryTopicCore core = new TelemetryTopicCore(new PluginConfig(configs), KafkaProducer::new, false);
+        core.start();
+        return core;
+    }
+
     @Test
     void whileCreatingTheTopicOnAnUnreachableCluster() throws Exception {
         String node = "close-creating";
-        Map<String, Object> configs = TelemetrySenderTest.configs(node);
-        configs.put("kip714.topic.create", "true");
-        TelemetryTopicCore core = new TelemetryTopicCore(new PluginConfig(configs), KafkaProducer::new, false);
-        core.start();
+        TelemetryTopicCore core = startedUnreachable(node, "kip714.topic.create", "true");
         TelemetrySenderTest.waitUntil("the admin client", () -> threadsOf("admin-" + node).size() > 0);
         Thread.sleep(300);
         closeWithinBound(core, node);
@@ -71,10 +77,7 @@ class PluginCloseTest {
     @Test
     void whileBlockedSendingToAnUnreachableCluster() throws Exception {
         String node = "close-sending";
-        Map<String, Object> configs = TelemetrySenderTest.configs(node);
-        configs.put("kip714.producer.max.block.ms", "120000");
-        TelemetryTopicCore core = new TelemetryTopicCore(new PluginConfig(configs), KafkaProducer::new, false);
-        core.start();
+        TelemetryTopicCore core = startedUnreachable(node, "kip714.producer.max.block.ms", "120000");
         assertTrue(core.offer(TelemetrySenderTest.record("instance-b", 10)));
         // The sender takes the record and blocks in send() waiting for metadata (up to 120 s).
         TelemetrySenderTest.waitUntil("the send", () -> core.buffered() == 1 && core.stats().inFlight() == 1);
