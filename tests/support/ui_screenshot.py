@@ -74,17 +74,10 @@ def open_live_window(
 def capture(base_url: str, token: str, out: Path, profile: Path) -> None:
     """Open the page itself (not Airflow's frame, so every panel fits) and save it, scaled down."""
     from PIL import Image
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
 
-    from tests.ui.test_ui_browser import CHROMEDRIVER, CHROMIUM, CHROMIUM_FLAGS
+    from tests.ui.test_ui_browser import start_chromium
 
-    options = webdriver.ChromeOptions()
-    options.binary_location = str(CHROMIUM)
-    for flag in CHROMIUM_FLAGS:
-        options.add_argument(flag)
-    options.add_argument(f"--user-data-dir={profile}")
-    driver = webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=options)
+    driver = start_chromium(profile)
     try:
         driver.get(f"{base_url}/api/v2/monitor/health")
         driver.add_cookie({"name": "_token", "value": token, "path": "/"})

@@ -17,6 +17,7 @@ import urllib.request
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 from kip714_dev.local_kafka.cluster import LocalKafkaCluster
@@ -45,6 +46,19 @@ CHROMIUM_FLAGS = (
     "--window-size=1300,1000",
 )
 WAIT_S = 60
+
+
+def start_chromium(profile: Path) -> Any:
+    """Headless Chromium through ChromeDriver with ``CHROMIUM_FLAGS`` and its own profile folder."""
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = str(CHROMIUM)
+    for flag in CHROMIUM_FLAGS:
+        options.add_argument(flag)
+    options.add_argument(f"--user-data-dir={profile}")
+    return webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=options)
 
 
 @pytest.fixture
@@ -100,15 +114,7 @@ def browser(tmp_path: Path) -> Iterator[object]:
     # A missing browser is a set-up failure, not a reason to skip: `make test` installs it.
     if not (CHROMIUM.exists() and CHROMEDRIVER.exists()):
         pytest.fail("Chromium missing: run tests/ui/install_browser.sh (make test does)")
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = str(CHROMIUM)
-    for flag in CHROMIUM_FLAGS:
-        options.add_argument(flag)
-    options.add_argument(f"--user-data-dir={tmp_path / 'chromium-profile'}")
-    driver = webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=options)
+    driver = start_chromium(tmp_path / "chromium-profile")
     driver.set_page_load_timeout(WAIT_S)
     try:
         yield driver
