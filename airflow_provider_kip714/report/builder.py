@@ -293,6 +293,47 @@ def _remove_tree(path: StoragePath) -> None:
         filesystem.rm(where, recursive=True)
 
 
+@dataclass(frozen=True)
+class _Tables:
+    """The analytics tables a report shows, clipped to its window (and, for clients, its selectors)."""
+
+    rollups: pd.DataFrame
+    thresholds: pd.DataFrame
+    anomalies: pd.DataFrame
+    broker_metrics: pd.DataFrame
+    throttled_clients: pd.DataFrame
+
+
+def _read_tables(
+    zone: RunArea, window: tuple[datetime, datetime] | None, selectors: Mapping[str, str]
+) -> _Tables:
+    rollups = read_table(zone, "rollups")
+    if not rollups.empty:
+        rollups = _clip(rollups[rollups["record_type"] == "client"], "bucket_start", window, "bucket_end")
+    rollups = _selected(rollups, selectors)
+    thresholds = read_table(zone, "thresholds")
+    anomalies = _selected(
+        _clip(read_table(zone, "anomalies"), "breach_start", window, "breach_end"), selectors
+    )
+    broker_metrics = _clip(read_table(zone, "broker_metrics"), "bucket_start", window, "bucket_end")
+    broker_clients = _clip(read_table(zone, "broker_client_metrics"), "bucket_start", window, "bucket_end")
+    throttled_clients = (
+        broker_clients[broker_clients["high_throttle_ratio"].fillna(False)]
+        if not broker_clients.empty
+        else broker_clients
+    )
+    return _Tables(rollups, thresholds, anomalies, broker_metrics, throttled_clients)
+
+
+def _empty_plots_dir(report_dir: StoragePath) -> StoragePath:
+    """``<report>/plots``, emptied: a rerun replaces the report, with no stale plots."""
+    plots_dir = report_dir / PLOTS_DIR
+    if plots_dir.exists():
+        _remove_tree(plots_dir)
+    plots_dir.mkdir(parents=True)
+    return plots_dir
+
+
 def build_report(
     zone: RunArea,
     *,
@@ -312,59 +353,38 @@ def build_report(
     """
     if max_plots < 0:
         raise ValueError(f"max_plots: must be >= 0 (got {max_plots!r})")
-    selectors = match_map(match)
-    rollups = read_table(zone, "rollups")
-    if not rollups.empty:
-        rollups = _clip(rollups[rollups["record_type"] == "client"], "bucket_start", window, "bucket_end")
-    rollups = _selected(rollups, selectors)
-    thresholds = read_table(zone, "thresholds")
-    anomalies = _selected(
-        _clip(read_table(zone, "anomalies"), "breach_start", window, "breach_end"), selectors
-    )
-    broker_metrics = _clip(read_table(zone, "broker_metrics"), "bucket_start", window, "bucket_end")
-    broker_clients = _clip(read_table(zone, "broker_client_metrics"), "bucket_start", window, "bucket_end")
-
+    tables = _read_tables(zone, window, match_map(match))
     report_dir = zone.report
-    plots_dir = report_dir / PLOTS_DIR
-    if plots_dir.exists():
-        _remove_tree(plots_dir)  # a rerun replaces the report, no stale plots
-    plots_dir.mkdir(parents=True)
-
+    plots_dir = _empty_plots_dir(report_dir)
     sections, skipped = _client_sections(
-        rollups, thresholds, anomalies, plots_dir, max_plots, client_group_by
+        tables.rollups, tables.thresholds, tables.anomalies, plots_dir, max_plots, client_group_by
     )
-    brokers, broker_images = _broker_health(broker_metrics, plots_dir)
-    throttled_clients = (
-        broker_clients[broker_clients["high_throttle_ratio"].fillna(False)]
-        if not broker_clients.empty
-        else broker_clients
-    )
+    brokers, broker_images = _broker_health(tables.broker_metrics, plots_dir)
     text = page.render_page(
         title=title,
         generated_at=datetime.now(UTC),
         window=window,
         request=request or {},
-        anomalies=anomalies,
+        anomalies=tables.anomalies,
         sections=sections,
         plots_skipped=skipped,
         brokers=brokers,
         broker_images=broker_images,
-        throttled_clients=throttled_clients,
+        throttled_clients=tables.throttled_clients,
         extra_sections=fleet_health.render_sections(zone, window, request),
     )
     html_path = report_dir / REPORT_FILE
     partial = report_dir / f".{REPORT_FILE}.partial"
     partial.write_text(text, encoding="utf-8")
     partial.replace(html_path)
-    plots = [p.image for s in sections for p in s.plots] + broker_images
     result = ReportResult(
         html_path=str(html_path),
         clients=len(sections),
         metrics_plotted=sum(len(s.plots) for s in sections),
         plots_skipped=skipped,
-        anomalies=len(anomalies),
+        anomalies=len(tables.anomalies),
         brokers=len(brokers),
-        plots=plots,
+        plots=[p.image for s in sections for p in s.plots] + broker_images,
     )
     (report_dir / SUMMARY_FILE).write_text(json.dumps(result.as_dict(), indent=2, default=str))
     return result

@@ -161,17 +161,31 @@ def render_page(
         f"<p>Window: {escape(window_text)} · generated {generated_at:%Y-%m-%d %H:%M:%S} UTC · "
         f"{len(sections)} client(s) · {len(anomalies)} anomaly(ies) · {len(brokers)} broker(s)</p>",
         _request_block(request),
-        "<h2>Anomalies</h2>",
+        *_anomaly_part(anomalies),
+        *_client_part(sections, plots_skipped),
+        *_broker_part(brokers, broker_images, throttled_clients),
+        extra_sections,
+        "</body></html>",
     ]
-    if anomalies.empty:
-        parts.append("<p class='muted'>No threshold was breached for longer than its rule allows.</p>")
-    else:
-        ordered = anomalies.assign(
-            _rank=anomalies["severity"].map({"critical": 0, "warning": 1}).fillna(2)
-        ).sort_values(["_rank", "duration_seconds"], ascending=[True, False])
-        parts.append(_table(_records(ordered), ANOMALY_COLUMNS, row_class="severity"))
+    return "\n".join(parts)
 
-    parts.append("<h2>Clients</h2>")
+
+def _anomaly_part(anomalies: pd.DataFrame) -> list[str]:
+    """The anomalies, critical first, the longest first within a severity."""
+    if anomalies.empty:
+        return [
+            "<h2>Anomalies</h2>",
+            "<p class='muted'>No threshold was breached for longer than its rule allows.</p>",
+        ]
+    ordered = anomalies.assign(
+        _rank=anomalies["severity"].map({"critical": 0, "warning": 1}).fillna(2)
+    ).sort_values(["_rank", "duration_seconds"], ascending=[True, False])
+    return ["<h2>Anomalies</h2>", _table(_records(ordered), ANOMALY_COLUMNS, row_class="severity")]
+
+
+def _client_part(sections: Sequence[ClientSection], plots_skipped: int) -> list[str]:
+    """One heading, identity and plot grid per client."""
+    parts = ["<h2>Clients</h2>"]
     if not sections:
         parts.append("<p class='muted'>No client telemetry in this window.</p>")
     if plots_skipped:
@@ -187,8 +201,14 @@ def render_page(
                 f"<figcaption>{escape(plot.metric_name)}{flag}</figcaption></figure>"
             )
         parts.append("</div>")
+    return parts
 
-    parts.append("<h2>Broker health</h2>")
+
+def _broker_part(
+    brokers: Sequence[Mapping[str, Any]], broker_images: Sequence[str], throttled_clients: pd.DataFrame
+) -> list[str]:
+    """Broker health: the table, failing plugins, the plots, then the clients throttled most."""
+    parts = ["<h2>Broker health</h2>"]
     if not brokers:
         parts.append("<p class='muted'>No broker metric records in this window.</p>")
     else:
@@ -204,6 +224,4 @@ def render_page(
     if not throttled_clients.empty:
         parts.append("<h3>Clients with a high throttle ratio</h3>")
         parts.append(_table(_records(throttled_clients), THROTTLED_CLIENT_COLUMNS))
-    parts.append(extra_sections)
-    parts.append("</body></html>")
-    return "\n".join(parts)
+    return parts
