@@ -66,9 +66,16 @@ def with_increments(points: DataFrame, view_start_ns: int, any_cumulative: bool 
     points = with_histogram_buckets(points).withColumn(
         "series_node", F.when(F.col("record_type") == "broker", F.col("broker_node_id"))
     )
+    plain = _plain_increments(points.where(~_is_cumulative()))
+    cumulative = points.where(_is_cumulative() if any_cumulative else F.lit(False))
+    return plain.unionByName(_cumulative_increments(cumulative, view_start_ns))
+
+
+def _plain_increments(points: DataFrame) -> DataFrame:
+    """Delta sums and gauges: a sum's increment is its own value, over its own interval."""
     is_sum = F.col("metric_type") == "sum"
     # withColumns, not chains of withColumn: each call re-analyses the whole plan on the driver
-    plain = points.where(~_is_cumulative()).withColumns(
+    return points.withColumns(
         {
             "increment": F.when(is_sum, F.col("point_value")),
             "elapsed_ns": F.when(is_sum, _own_elapsed_ns()),
@@ -79,23 +86,28 @@ def with_increments(points: DataFrame, view_start_ns: int, any_cumulative: bool 
         }
     )
 
+
+def _with_previous(points: DataFrame) -> DataFrame:
+    """Each cumulative point with its series' previous point (``_prev_*``; null for the first)."""
     series = Window.partitionBy(*SERIES_COLUMNS).orderBy("time_ns")
     level = F.when(_is_histogram(), F.col("count").cast("double")).otherwise(F.col("point_value"))
-    cumulative = (
-        points.where(_is_cumulative() if any_cumulative else F.lit(False))
-        .withColumn("_level", level)
-        .withColumns(
-            {
-                "_prev_level": F.lag("_level").over(series),
-                "_prev_value": F.lag("point_value").over(series),
-                "_prev_count": F.lag("count").over(series),
-                "_prev_sum": F.lag("sum").over(series),
-                "_prev_counts": F.lag("hist_counts").over(series),
-                "_prev_start": F.lag("start_ns").over(series),
-                "_prev_time": F.lag("time_ns").over(series),
-            }
-        )
+    return points.withColumn("_level", level).withColumns(
+        {
+            "_prev_level": F.lag("_level").over(series),
+            "_prev_value": F.lag("point_value").over(series),
+            "_prev_count": F.lag("count").over(series),
+            "_prev_sum": F.lag("sum").over(series),
+            "_prev_counts": F.lag("hist_counts").over(series),
+            "_prev_start": F.lag("start_ns").over(series),
+            "_prev_time": F.lag("time_ns").over(series),
+        }
     )
+
+
+def _cumulative_increments(points: DataFrame, view_start_ns: int) -> DataFrame:
+    """Cumulative sums and histograms differenced along their series (the module docstring's rules)."""
+    cumulative = _with_previous(points)
+    is_sum = F.col("metric_type") == "sum"
     first = F.col("_prev_time").isNull()
     started_in_view = F.coalesce(F.col("start_ns") >= view_start_ns, F.lit(False))
     reset = ~first & (
@@ -116,7 +128,7 @@ def with_increments(points: DataFrame, view_start_ns: int, any_cumulative: bool 
             F.zip_with("hist_counts", "_prev_counts", lambda now, before: now - before),
         )
     )
-    cumulative = cumulative.withColumns(
+    return cumulative.withColumns(
         {
             "increment": F.when(is_sum, difference("point_value", "_prev_value")),
             "elapsed_ns": F.when(whole, _own_elapsed_ns())
@@ -128,4 +140,3 @@ def with_increments(points: DataFrame, view_start_ns: int, any_cumulative: bool 
             "inc_bucket_counts": F.when(_is_histogram(), counts_difference),
         }
     ).drop(*[c for c in cumulative.columns if c.startswith("_")])
-    return plain.unionByName(cumulative)
