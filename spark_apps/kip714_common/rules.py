@@ -108,6 +108,39 @@ def _number(where: str, value: object, *, required: bool) -> float | None:
     return float(value)
 
 
+def _critical_threshold(
+    where: str, raw: Mapping[str, object], threshold: float | None, comparison: str
+) -> float | None:
+    """The optional ``critical_threshold``: no nearer than ``threshold`` in the rule's direction."""
+    critical = _number(f"{where}.critical_threshold", raw.get("critical_threshold"), required=False)
+    if critical is not None and threshold is not None:
+        beyond = critical >= threshold if comparison.startswith(">") else critical <= threshold
+        if not beyond:
+            raise SparkAppInputError(
+                f"{where}.critical_threshold",
+                f"must be at least as far as threshold in direction {comparison}",
+            )
+    return critical
+
+
+def _match(where: str, raw: Mapping[str, object]) -> dict[str, str]:
+    """The optional ``match``: selector -> non-empty regex (``regex_problem`` finding nothing wrong)."""
+    match = raw.get("match", {})
+    if not isinstance(match, dict):
+        raise SparkAppInputError(f"{where}.match", "must be an object of selector -> regex", match)
+    for selector, pattern in match.items():
+        if selector not in RULE_SELECTORS:
+            raise SparkAppInputError(
+                f"{where}.match.{selector}", f"is not a selector (allowed: {', '.join(RULE_SELECTORS)})"
+            )
+        problem = regex_problem(pattern) if isinstance(pattern, str) and pattern else "must be non-empty"
+        if problem is not None:  # the rest of Java's regex syntax is Spark's (rlike) to judge
+            raise SparkAppInputError(
+                f"{where}.match.{selector}", f"must be a valid regex ({problem})", pattern
+            )
+    return dict(match)
+
+
 def parse_rule(index: int, raw: object, metric_aliases: Mapping[str, str] | None = None) -> StaticRule:
     where = f"rules[{index}]"
     if not isinstance(raw, dict):
@@ -130,32 +163,13 @@ def parse_rule(index: int, raw: object, metric_aliases: Mapping[str, str] | None
     if comparison not in COMPARISONS:
         raise SparkAppInputError(f"{where}.comparison", f"must be one of {' '.join(COMPARISONS)}", comparison)
     threshold = _number(f"{where}.threshold", raw.get("threshold"), required=True)
-    critical = _number(f"{where}.critical_threshold", raw.get("critical_threshold"), required=False)
-    if critical is not None and threshold is not None:
-        beyond = critical >= threshold if comparison.startswith(">") else critical <= threshold
-        if not beyond:
-            raise SparkAppInputError(
-                f"{where}.critical_threshold",
-                f"must be at least as far as threshold in direction {comparison}",
-            )
+    critical = _critical_threshold(where, raw, threshold, comparison)
     for_seconds = raw.get("for_seconds", 0)
     if isinstance(for_seconds, bool) or not isinstance(for_seconds, int) or for_seconds < 0:
         raise SparkAppInputError(
             f"{where}.for_seconds", "must be a whole number of seconds >= 0", for_seconds
         )
-    match = raw.get("match", {})
-    if not isinstance(match, dict):
-        raise SparkAppInputError(f"{where}.match", "must be an object of selector -> regex", match)
-    for selector, pattern in match.items():
-        if selector not in RULE_SELECTORS:
-            raise SparkAppInputError(
-                f"{where}.match.{selector}", f"is not a selector (allowed: {', '.join(RULE_SELECTORS)})"
-            )
-        problem = regex_problem(pattern) if isinstance(pattern, str) and pattern else "must be non-empty"
-        if problem is not None:  # the rest of Java's regex syntax is Spark's (rlike) to judge
-            raise SparkAppInputError(
-                f"{where}.match.{selector}", f"must be a valid regex ({problem})", pattern
-            )
+    match = _match(where, raw)
     description = raw.get("description", "")
     from .names import normalise_metric_name  # pyspark: only once a rule is parsed
 
@@ -167,7 +181,7 @@ def parse_rule(index: int, raw: object, metric_aliases: Mapping[str, str] | None
         threshold=float(threshold),  # type: ignore[arg-type]
         for_seconds=for_seconds,
         critical_threshold=critical,
-        match=dict(match),
+        match=match,
         description=str(description),
     )
 
