@@ -54,7 +54,11 @@ def _connection_options(parser: argparse.ArgumentParser) -> None:
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("telemetry", help="land or watch the KIP-714 telemetry topic")
     commands = parser.add_subparsers(dest="telemetry_command", required=True, metavar="ACTION")
+    _register_land(commands)
+    _register_tail(commands)
 
+
+def _register_land(commands: argparse._SubParsersAction) -> None:
     land = commands.add_parser("land", help="land the topic into a Parquet landing zone, exactly once")
     _connection_options(land)
     land.add_argument(
@@ -105,6 +109,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     land.add_argument("--json", action="store_true", help="print the result as JSON")
     land.set_defaults(func=_run_land)
 
+
+def _register_tail(commands: argparse._SubParsersAction) -> None:
     tail = commands.add_parser("tail", help="live view of the latest value per client and metric")
     _connection_options(tail)
     tail.add_argument("--from-beginning", action="store_true", help="start at the earliest record")
