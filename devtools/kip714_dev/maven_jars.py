@@ -101,12 +101,10 @@ def _pom(jar_set: JarSet) -> str:
 def _resolve_into(home: Path, jar_set: JarSet, maven: str) -> None:
     log.info("Resolving %s from Maven Central into %s (once)", ", ".join(jar_set.coordinates), home)
     with staging_folder(home) as staging:
-        pom = staging / "pom.xml"
-        pom.write_text(_pom(jar_set))
         jars = copy_dependencies(
             maven,
-            pom,
-            staging / LIBS_DIR_NAME,
+            staging,
+            _pom(jar_set),
             subject=jar_set.name,
             coordinates=", ".join(jar_set.coordinates),
             transitive=jar_set.transitive,

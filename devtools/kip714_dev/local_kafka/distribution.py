@@ -204,15 +204,9 @@ def _find_maven() -> str:
 def _resolve_into(home: Path, version: KafkaVersion, maven: str) -> KafkaDistribution:
     log.info("Resolving Apache Kafka %s and its runtime dependencies with Maven into %s", version, home)
     with staging_folder(home) as staging:
-        pom = staging / "pom.xml"
-        pom.write_text(render_resolution_pom(version))
-        jars = copy_dependencies(
-            maven,
-            pom,
-            staging / LIBS_DIR_NAME,
-            subject=f"Kafka {version}",
-            coordinates=f"org.apache.kafka:kafka_2.13:{version}",
-        )
+        coordinates = f"org.apache.kafka:kafka_2.13:{version}"
+        pom = render_resolution_pom(version)
+        jars = copy_dependencies(maven, staging, pom, subject=f"Kafka {version}", coordinates=coordinates)
         if f"kafka_2.13-{version}.jar" not in jars:
             raise LocalKafkaError(
                 f"Maven finished but kafka_2.13-{version}.jar is not among the resolved jars"
@@ -235,12 +229,16 @@ def staging_folder(home: Path) -> Iterator[Path]:
 
 
 def copy_dependencies(
-    maven: str, pom: Path, libs: Path, *, subject: str, coordinates: str, transitive: bool = True
+    maven: str, staging: Path, pom_text: str, *, subject: str, coordinates: str, transitive: bool = True
 ) -> dict[str, int]:
-    """Maven's ``dependency:copy-dependencies`` of ``pom`` into ``libs``: each runtime jar's size by name.
+    """Maven's ``dependency:copy-dependencies`` of a POM into ``staging``'s libs: each jar's size by name.
 
-    ``subject`` and ``coordinates`` name what is resolved in the one-line errors.
+    The POM is written to ``staging/pom.xml``; ``subject`` and ``coordinates`` name what is resolved in
+    the one-line errors.
     """
+    pom = staging / "pom.xml"
+    pom.write_text(pom_text)
+    libs = staging / LIBS_DIR_NAME
     command = [maven, "-B", "-q", "-f", str(pom), "dependency:copy-dependencies"]
     command += ["-DincludeScope=runtime", f"-DoutputDirectory={libs}"]
     if not transitive:
