@@ -82,7 +82,7 @@ def troubleshoot_params() -> dict[str, Param]:
         "min_clients": _bounded_integer(
             1,
             minimum=1,
-            maximum=10000,
+            maximum=MAX_CLIENTS,
             title="Clients to wait for",
             description="The window's analysis starts once this many matching clients pushed.",
             section="Which clients",
