@@ -47,6 +47,12 @@ def _rows(spark, path: Path) -> list[str]:  # type: ignore[no-untyped-def]
     )
 
 
+def _sessions_closed(server) -> int:  # type: ignore[no-untyped-def]
+    """Sessions the server has closed so far (its log says so once per session)."""
+    log = Path(server.data_dir) / "logs" / "connect.log"
+    return log.read_text(errors="replace").count("INFO SessionHolder: Closing session with")
+
+
 def test_the_pipeline_on_a_connect_server_writes_what_a_classic_session_writes(
     tmp_path: Path,
     spark,
@@ -58,6 +64,7 @@ def test_the_pipeline_on_a_connect_server_writes_what_a_classic_session_writes(
     windows = write_convergence_windows(area, window, ["org.apache.kafka."], {"client_id": "demo-.*"})
     pipeline.run(_argv(tmp_path / "classic", windows), spark)
 
+    closed_before = _sessions_closed(spark_connect_server)
     over_connect = subprocess.run(
         connect_command("pipeline", _argv(tmp_path / "connect", windows)),
         env={**os.environ, REMOTE_ENV: spark_connect_server.url},
@@ -68,6 +75,9 @@ def test_the_pipeline_on_a_connect_server_writes_what_a_classic_session_writes(
     )
     assert over_connect.returncode == 0, over_connect.stdout[-4000:] + over_connect.stderr[-4000:]
     assert '"app": "kip714-rollups"' in over_connect.stdout  # the apps' own summaries, as with spark-submit
+    # the client released its session: a server keeps an unreleased one (cached tables, plans) for its
+    # idle timeout, and a busy server's heap filled with finished runs
+    assert _sessions_closed(spark_connect_server) == closed_before + 1
     for table in TABLES:
         assert _rows(spark, tmp_path / "connect" / table) == _rows(spark, tmp_path / "classic" / table), table
     # the demo's window has client metrics only: these four tables must hold rows, not just agree
