@@ -40,6 +40,13 @@ def register(subparsers: Any) -> None:
         help="single: this machine, local folder, Spark local[*] (default); cluster: S3Proxy for the data "
         "root and a Spark standalone master with 2 workers",
     )
+    parser.add_argument(
+        "--spark",
+        choices=("connect", "submit"),
+        default="connect",
+        help="single topology: connect = a Spark Connect server, started and warmed while the fleet runs, "
+        "runs the analytics (default); submit = a spark-submit per analytics task",
+    )
     parser.set_defaults(func=_run)
 
 
@@ -47,7 +54,12 @@ def _run(args: argparse.Namespace) -> int:
     # Imported here: the demo pulls in pandas/pyarrow, which every other kip714 command can do without.
     from kip714_dev.demo.runner import DemoSettings, default_demo_dir, run_demo
 
-    chosen = {"warmup_s": args.warmup, "window_s": args.window, "topology": args.topology}
+    chosen = {
+        "warmup_s": args.warmup,
+        "window_s": args.window,
+        "topology": args.topology,
+        "spark": args.spark,
+    }
     settings = DemoSettings(
         work_dir=(args.work_dir or default_demo_dir()).resolve(),
         **{name: value for name, value in chosen.items() if value is not None},

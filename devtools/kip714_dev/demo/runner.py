@@ -32,6 +32,7 @@ from airflow_provider_kip714.subscriptions.model import Subscription, parse_matc
 from kip714_dev.airflow_standalone import airflow_environment
 from kip714_dev.demo.broker_failure import BrokerFailure, fail_a_broker_mid_window
 from kip714_dev.demo.fleet import DEMO_TELEMETRY_MAX_BYTES, ClientFleet, default_fleet, expected_pushers
+from kip714_dev.demo.spark_server import DemoSparkServer
 from kip714_dev.demo.summary import anomaly_lines, convergence_lines, silent_lines, telemetry_seen
 from kip714_dev.demo.topology import demo_topology
 from kip714_dev.local_kafka.brokers import cluster_status, stop_cluster
@@ -68,6 +69,13 @@ class DemoSettings:
     standing_interval_ms: int = 5000
     fleet_window: str = "20m"
     topology: str = "single"  # or "cluster": S3Proxy + Spark standalone (kip714_dev.demo.topology)
+    spark: str = "connect"  # or "submit": a spark-submit per analytics task (the cluster topology's way)
+
+    @property
+    def spark_connect(self) -> bool:
+        """A warmed Spark Connect server runs the analytics (single topology only: the cluster topology
+        shows ``spark-submit`` to a standalone master)."""
+        return self.spark == "connect" and self.topology == "single"
 
 
 class Steps:
@@ -130,7 +138,7 @@ def _start_kafka(work_dir: Path, brokers: int) -> LocalKafkaCluster:
 
 def _run_cli(*args: str) -> tuple[dict[str, Any], list[str]]:
     """The command's JSON result and its ``warning:`` lines (the guardrail's advice when a window opens)."""
-    command = [str(Path(sys.executable).parent / "kip714"), *args, "--json"]
+    command = [_kip714(), *args, "--json"]
     print("  $ " + " ".join(command[1:]), flush=True)
     completed = subprocess.run(command, capture_output=True, text=True, check=False)
     if completed.returncode != 0:
@@ -139,6 +147,10 @@ def _run_cli(*args: str) -> tuple[dict[str, Any], list[str]]:
     for line in warnings:
         print(f"  {line}", flush=True)
     return json.loads(completed.stdout), warnings
+
+
+def _kip714() -> str:
+    return str(Path(sys.executable).parent / "kip714")
 
 
 def _wait_for_fleet(bootstrap: str, client_ids: list[str], since: datetime, timeout_s: float) -> None:
@@ -225,6 +237,7 @@ def run_demo(settings: DemoSettings) -> int:
     kafka_dir, data_dir, airflow_home = work / KAFKA_DIR_NAME, work / "data", work / "airflow"
     cluster: LocalKafkaCluster | None = None
     fleet: ClientFleet | None = None
+    spark_server: DemoSparkServer | None = None
     fleet_window: str | None = None
     try:
         with steps.step(f"Preparing {work} (a previous demo's state is removed)"):
@@ -243,6 +256,16 @@ def run_demo(settings: DemoSettings) -> int:
             os.environ.update(topology.env)
             for line in topology.where:
                 print(f"  {line}")
+            if settings.spark_connect:
+                spark_server = DemoSparkServer(
+                    work, [_kip714(), "telemetry", "land", "--bootstrap-server", bootstrap]
+                )
+                spark_server.start()
+                stack.callback(spark_server.stop)
+                print(
+                    "  Spark: a Spark Connect server (local[2]) instead, started now; the DAGs' analytics "
+                    "tasks are its clients (KIP714_SPARK_CONNECT_CONN_ID)"
+                )
 
         with steps.step("Subscriptions: a standing re-ask subscription and a fleet-wide window (kip714 CLI)"):
             with _admin(bootstrap) as admin:
@@ -309,6 +332,11 @@ def run_demo(settings: DemoSettings) -> int:
 
         failure: BrokerFailure | None = None
         with steps.step(f"kip714_troubleshoot on the slow consumer ({settings.window_s} s window)"):
+            if spark_server is not None:
+                env.update(spark_server.airflow_env())
+                # the window is mostly waiting: warm the server on the fleet's pushes meanwhile
+                spark_server.warm_until(since=fleet_started, deadline=time.monotonic() + settings.window_s)
+                print("  warming the Spark Connect server on the fleet's pushes while the window is open")
             if settings.topology == "cluster":
                 admin = stack.enter_context(_admin(bootstrap))
                 _failing, failure = fail_a_broker_mid_window(cluster, admin, settings.window_s)
@@ -349,6 +377,8 @@ def run_demo(settings: DemoSettings) -> int:
             if report is None or not report.is_file():
                 raise Kip714Error(f"no troubleshooting report under {topology.data_root}/troubleshoot")
             print(f"  Troubleshooting report: {report}")
+            if spark_server is not None:
+                print(f"  {spark_server.summary()}")
             if failure is not None:
                 for line in failure.lines(zones[0], cluster.telemetry_topic):
                     print(f"  {line}")

@@ -1,0 +1,59 @@
+"""The demo's Spark Connect server (``kip714_dev.demo.spark_server``): idle CPU class, DAG connection,
+a warm-up run on pushes landed from real Kafka, and nothing left running afterwards."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+from airflow.providers.apache.spark.hooks.spark_connect import SparkConnectHook
+from kip714_dev.demo.spark_server import CONN_ID, DemoSparkServer
+from kip714_dev.local_spark import connect
+from otlp_payloads import client_headers, producer_like_payload
+from telemetry_helpers import create_topic, produce_records
+
+
+def test_the_demos_server_runs_idle_and_warms_on_what_was_landed(
+    tmp_path: Path, kafka_cluster, monkeypatch: pytest.MonkeyPatch
+) -> None:  # type: ignore[no-untyped-def]
+    bootstrap = kafka_cluster.bootstrap_servers
+    config = {"bootstrap.servers": bootstrap}
+    topic = create_topic(config, partitions=2, prefix="demo-warmup")
+    since = datetime.now(UTC) - timedelta(seconds=30)
+    now_ns = time.time_ns()
+    headers = client_headers()
+    records = [
+        (i % 2, producer_like_payload(6, seed=i, time_ns=now_ns - i * 10**9), headers) for i in range(20)
+    ]
+    produce_records(config, topic, records, timestamp_ms=now_ns // 10**6)
+    kip714 = str(Path(sys.executable).parent / "kip714")
+    server = DemoSparkServer(
+        tmp_path, [kip714, "telemetry", "land", "--bootstrap-server", bootstrap, "--topic", topic]
+    )
+
+    server.start()
+    try:
+        for name, value in server.airflow_env().items():
+            monkeypatch.setenv(name, value)
+        assert server.state is not None
+        assert SparkConnectHook(CONN_ID).get_connection_url() == server.state.url  # what the DAGs connect to
+        policy = subprocess.run(
+            ["chrt", "-p", str(server.state.pid)], capture_output=True, text=True, check=True
+        )
+        assert "SCHED_IDLE" in policy.stdout  # the fleet and the broker come first
+
+        server.warm_until(since=since, deadline=time.monotonic())  # the first run always runs, then it stops
+        summary = server.summary()
+    finally:
+        server.stop()
+
+    assert server.error is None, summary
+    assert len(server.walls) == 1, summary
+    rollups = pq.read_table(tmp_path / "spark-warmup" / "analytics" / "rollups")
+    assert rollups.num_rows > 0  # the warm-up analysed the landed pushes, not an empty folder
+    assert connect.status(server.root) is None
