@@ -14,8 +14,7 @@ import pytest
 from airflow.providers.apache.spark.hooks.spark_connect import SparkConnectHook
 from kip714_dev.demo.spark_server import CONN_ID, DemoSparkServer
 from kip714_dev.local_spark import connect
-from otlp_payloads import client_headers, producer_like_payload
-from telemetry_helpers import create_topic, produce_records
+from telemetry_helpers import client_headers, create_topic, produce_records, producer_like_payload
 
 
 def test_the_demos_server_runs_idle_and_warms_on_what_was_landed(
@@ -41,7 +40,9 @@ def test_the_demos_server_runs_idle_and_warms_on_what_was_landed(
         for name, value in server.airflow_env().items():
             monkeypatch.setenv(name, value)
         assert server.state is not None
-        assert SparkConnectHook(CONN_ID).get_connection_url() == server.state.url  # what the DAGs connect to
+        assert (
+            SparkConnectHook(CONN_ID).get_connection_url().rstrip("/") == server.state.url
+        )  # what the DAGs connect to
         policy = subprocess.run(
             ["chrt", "-p", str(server.state.pid)], capture_output=True, text=True, check=True
         )
