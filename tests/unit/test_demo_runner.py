@@ -5,9 +5,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from kip714_dev.demo.commands import task_log_line
 from kip714_dev.demo.fleet import default_fleet
 from kip714_dev.demo.fleet_client import ClientBehaviour, ClientSpec
-from kip714_dev.demo.runner import DemoSettings, prepare_work_dir, task_log_line, troubleshoot_conf
+from kip714_dev.demo.runner import DemoSettings, prepare_work_dir, troubleshoot_conf
 
 from airflow_provider_kip714.subscriptions.model import parse_match
 from airflow_provider_kip714.troubleshooting.form import troubleshoot_params
@@ -73,6 +74,11 @@ def test_task_log_filter_keeps_task_boundaries_our_logs_and_spark_summaries() ->
     assert task_log_line(spark_summary) is not None and "KIP714_SUMMARY" in task_log_line(spark_summary)
     assert task_log_line(framework) is None
     assert task_log_line("not a log line") is None
+    # the same apps as a Spark Connect client: summaries shown, per-step timings not
+    connect = "airflow.task.operators.airflow_provider_kip714.spark.connect.Kip714SparkConnectOperator"
+    timing = f'2026-11-22T08:23:55.419484Z [info     ] KIP714_TIMING {{"phase": "rollups"}} [{connect}]'
+    assert task_log_line(timing) is None
+    assert "KIP714_SUMMARY" in (task_log_line(timing.replace("KIP714_TIMING", "KIP714_SUMMARY")) or "")
 
 
 def test_preparing_removes_the_previous_demos_airflow_database(tmp_path: Path) -> None:

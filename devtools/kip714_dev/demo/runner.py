@@ -11,13 +11,11 @@ from __future__ import annotations
 import json
 import logging
 import os
-import re
 import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -25,15 +23,20 @@ from typing import Any
 
 from airflow_provider_kip714.exceptions import Kip714Error
 from airflow_provider_kip714.report.builder import build_report
-from airflow_provider_kip714.storage.data_root import DATA_DIR_ENV, scheduled_area, troubleshoot_areas
+from airflow_provider_kip714.storage.data_root import (
+    DATA_DIR_ENV,
+    scheduled_area,
+    troubleshoot_areas,
+)
 from airflow_provider_kip714.subscriptions.admin import ClientMetricsAdmin
 from airflow_provider_kip714.subscriptions.kafka_python_config import to_kafka_python_kwargs
 from airflow_provider_kip714.subscriptions.model import Subscription, parse_match
 from kip714_dev.airflow_standalone import airflow_environment
 from kip714_dev.demo.broker_failure import BrokerFailure, fail_a_broker_mid_window
+from kip714_dev.demo.commands import Steps, kip714_path, run_airflow, run_cli
 from kip714_dev.demo.fleet import DEMO_TELEMETRY_MAX_BYTES, ClientFleet, default_fleet, expected_pushers
 from kip714_dev.demo.spark_server import DemoSparkServer
-from kip714_dev.demo.summary import anomaly_lines, convergence_lines, silent_lines, telemetry_seen
+from kip714_dev.demo.summary import print_findings, telemetry_seen
 from kip714_dev.demo.topology import demo_topology
 from kip714_dev.local_kafka.brokers import cluster_status, stop_cluster
 from kip714_dev.local_kafka.cluster import LocalKafkaCluster
@@ -78,27 +81,6 @@ class DemoSettings:
         return self.spark == "connect" and self.topology == "single"
 
 
-class Steps:
-    """Numbered progress lines, with the time each step took."""
-
-    def __init__(self, total: int) -> None:
-        self.total = total
-        self.number = 0
-        self.started = time.monotonic()
-
-    @contextmanager
-    def step(self, title: str) -> Iterator[None]:
-        self.number += 1
-        print(f"\n[{self.number}/{self.total}] {title} ...", flush=True)
-        began = time.monotonic()
-        yield
-        print(
-            f"[{self.number}/{self.total}] done in {time.monotonic() - began:.1f} s "
-            f"(demo at {time.monotonic() - self.started:.0f} s)",
-            flush=True,
-        )
-
-
 def _admin(bootstrap: str) -> ClientMetricsAdmin:
     return ClientMetricsAdmin(to_kafka_python_kwargs({"bootstrap.servers": bootstrap}))
 
@@ -136,23 +118,6 @@ def _start_kafka(work_dir: Path, brokers: int) -> LocalKafkaCluster:
     return cluster
 
 
-def _run_cli(*args: str) -> tuple[dict[str, Any], list[str]]:
-    """The command's JSON result and its ``warning:`` lines (the guardrail's advice when a window opens)."""
-    command = [_kip714(), *args, "--json"]
-    print("  $ " + " ".join(command[1:]), flush=True)
-    completed = subprocess.run(command, capture_output=True, text=True, check=False)
-    if completed.returncode != 0:
-        raise Kip714Error(f"{' '.join(command[1:3])} failed: {completed.stderr.strip()}")
-    warnings = [line for line in completed.stderr.splitlines() if line.startswith("warning:")]
-    for line in warnings:
-        print(f"  {line}", flush=True)
-    return json.loads(completed.stdout), warnings
-
-
-def _kip714() -> str:
-    return str(Path(sys.executable).parent / "kip714")
-
-
 def _wait_for_fleet(bootstrap: str, client_ids: list[str], since: datetime, timeout_s: float) -> None:
     deadline = time.monotonic() + timeout_s
     seen: set[str] = set()
@@ -166,47 +131,6 @@ def _wait_for_fleet(bootstrap: str, client_ids: list[str], since: datetime, time
     raise Kip714Error(
         f"no telemetry within {timeout_s:.0f} s from: {', '.join(sorted(set(client_ids) - seen))}"
     )
-
-
-def _airflow(env: dict[str, str], *args: str, title: str) -> None:
-    command = [str(Path(sys.executable).parent / "airflow"), *args]
-    print("  $ airflow " + " ".join(args), flush=True)
-    process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    assert process.stdout is not None
-    tail: list[str] = []
-    for line in process.stdout:
-        tail = [*tail[-40:], line.rstrip()]
-        shown = task_log_line(line)
-        if shown:
-            print(f"  | {shown}", flush=True)
-    if process.wait() != 0:
-        print("\n".join(f"  ! {line}" for line in tail), flush=True)
-        raise Kip714Error(f"{title} failed (exit {process.returncode}); its last log lines are above")
-
-
-_STRUCTLOG = re.compile(
-    r"^\d{4}-\d\d-\d\dT(\d\d:\d\d:\d\d)\.\d+Z \[(\w+)\s*\] (.*?)(?: \[([\w.]+)\])?(?: loc=.*)?$"
-)
-_OUR_LOGGERS = ("airflow_provider_kip714", "kip714", "airflow.task.operators")
-_SPARK_LINES = ("KIP714_SUMMARY", "kip714:")
-
-
-def task_log_line(line: str) -> str | None:
-    """The part of ``airflow dags test`` output a demo viewer wants: task starts/ends and our own logs."""
-    match = _STRUCTLOG.match(line.rstrip())
-    if not match:
-        return None
-    clock, level, message, logger = match.groups()
-    logger = logger or ""
-    if message.startswith("[DAG TEST] starting task_id="):
-        return f"{clock} > {message.split('=')[1].split()[0]}"
-    if message.startswith("[DAG TEST] end task task_id="):
-        return f"{clock}   {message.split('=')[1].split()[0]} done"
-    if "spark_submit" in logger or logger.endswith("SparkSubmitHook"):
-        return f"{clock}   {message}" if any(key in message for key in _SPARK_LINES) else None
-    if level in ("error", "critical") or logger.startswith(_OUR_LOGGERS) or logger == "task.stdout":
-        return f"{clock}   {message}"
-    return None
 
 
 def troubleshoot_conf(settings: DemoSettings) -> dict[str, Any]:
@@ -229,46 +153,85 @@ def troubleshoot_conf(settings: DemoSettings) -> dict[str, Any]:
     }
 
 
-def run_demo(settings: DemoSettings) -> int:
-    logging.getLogger("kafka").setLevel(logging.WARNING)  # kafka-python narrates every connection
-    steps = Steps(total=11)
-    stack = ExitStack()
-    work = settings.work_dir
-    kafka_dir, data_dir, airflow_home = work / KAFKA_DIR_NAME, work / "data", work / "airflow"
-    cluster: LocalKafkaCluster | None = None
-    fleet: ClientFleet | None = None
-    spark_server: DemoSparkServer | None = None
-    fleet_window: str | None = None
-    try:
-        with steps.step(f"Preparing {work} (a previous demo's state is removed)"):
-            prepare_work_dir(work, kafka_dir, data_dir, airflow_home)
-            os.environ[DATA_DIR_ENV] = str(data_dir)
+class DemoRun:
+    """The demo's steps in order; what they start is stopped by ``stop_everything`` on every path."""
 
-        brokers = CLUSTER_BROKERS if settings.topology == "cluster" else 1
-        with steps.step(f"Starting Apache Kafka ({brokers} broker(s)) with the KIP-714 broker plugin"):
-            cluster = _start_kafka(work, brokers)
-            bootstrap = cluster.bootstrap_servers
-            print(f"  Apache Kafka {cluster.kafka_version} at {bootstrap}; log {cluster.log_path}")
+    def __init__(self, settings: DemoSettings) -> None:
+        self.settings = settings
+        self.steps = Steps(total=11)
+        self.stack = ExitStack()
+        work = self.work = settings.work_dir
+        self.kafka_dir, self.data_dir, self.airflow_home = (
+            work / KAFKA_DIR_NAME,
+            work / "data",
+            work / "airflow",
+        )
+        self.cluster: LocalKafkaCluster | None = None
+        self.fleet: ClientFleet | None = None
+        self.fleet_window: str | None = None
+        self.spark_server: DemoSparkServer | None = None
+        self.failure: BrokerFailure | None = None
+        self.env: dict[str, str] = {}
+        self.fleet_started = datetime.now(UTC)
 
-        with steps.step(f"Topology: {settings.topology} (where each part runs)"):
-            topology = stack.enter_context(demo_topology(settings.topology, work, bootstrap))
-            os.environ[DATA_DIR_ENV] = topology.data_root
+    @property
+    def bootstrap(self) -> str:
+        assert self.cluster is not None
+        return self.cluster.bootstrap_servers
+
+    def run(self) -> int:
+        try:
+            for step in (
+                self.prepare, self.start_kafka, self.place_parts, self.subscribe, self.start_fleet,
+                self.airflow_database, self.troubleshoot, self.hourly_rollups, self.guardrail,
+                self.results, self.clean_up,
+            ):  # fmt: skip
+                step()
+            return 0
+        finally:
+            self.stop_everything()
+
+    def prepare(self) -> None:
+        with self.steps.step(f"Preparing {self.work} (a previous demo's state is removed)"):
+            prepare_work_dir(self.work, self.kafka_dir, self.data_dir, self.airflow_home)
+            os.environ[DATA_DIR_ENV] = str(self.data_dir)
+
+    def start_kafka(self) -> None:
+        brokers = CLUSTER_BROKERS if self.settings.topology == "cluster" else 1
+        with self.steps.step(f"Starting Apache Kafka ({brokers} broker(s)) with the KIP-714 broker plugin"):
+            self.cluster = _start_kafka(self.work, brokers)
+            cluster = self.cluster
+            print(f"  Apache Kafka {cluster.kafka_version} at {self.bootstrap}; log {cluster.log_path}")
+
+    def place_parts(self) -> None:
+        settings = self.settings
+        with self.steps.step(f"Topology: {settings.topology} (where each part runs)"):
+            if settings.spark_connect:  # its JVM boots while the fleet starts
+                self.spark_server = DemoSparkServer(
+                    self.work, [kip714_path(), "telemetry", "land", "--bootstrap-server", self.bootstrap]
+                )
+                self.spark_server.start()
+                self.stack.callback(self.spark_server.stop)
+            topology = self.stack.enter_context(
+                demo_topology(
+                    settings.topology, self.work, self.bootstrap, spark_connect=settings.spark_connect
+                )
+            )
+            os.environ[DATA_DIR_ENV] = self.data_root = topology.data_root
             os.environ.update(topology.env)
+            self.env = {
+                **airflow_environment(self.airflow_home, self.bootstrap, base=dict(os.environ)),
+                **topology.env,
+            }
             for line in topology.where:
                 print(f"  {line}")
-            if settings.spark_connect:
-                spark_server = DemoSparkServer(
-                    work, [_kip714(), "telemetry", "land", "--bootstrap-server", bootstrap]
-                )
-                spark_server.start()
-                stack.callback(spark_server.stop)
-                print(
-                    "  Spark: a Spark Connect server (local[2]) instead, started now; the DAGs' analytics "
-                    "tasks are its clients (KIP714_SPARK_CONNECT_CONN_ID)"
-                )
 
-        with steps.step("Subscriptions: a standing re-ask subscription and a fleet-wide window (kip714 CLI)"):
-            with _admin(bootstrap) as admin:
+    def subscribe(self) -> None:
+        settings = self.settings
+        with self.steps.step(
+            "Subscriptions: a standing re-ask subscription and a fleet-wide window (kip714 CLI)"
+        ):
+            with _admin(self.bootstrap) as admin:
                 admin.upsert(
                     Subscription(
                         name=STANDING_SUBSCRIPTION,
@@ -281,111 +244,117 @@ def run_demo(settings: DemoSettings) -> int:
                 f"  {STANDING_SUBSCRIPTION}: no metrics, idle demo clients re-ask every "
                 f"{settings.standing_interval_ms} ms, so a new window reaches them quickly"
             )
-            created, _ = _run_cli(
-                "subscriptions",
-                "add",
-                "--bootstrap-server",
-                bootstrap,
-                "--window",
-                settings.fleet_window,
-                "--label",
-                "demo-fleet",
-                "--metrics",
-                "org.apache.kafka.",
-                "--interval",
-                str(settings.fleet_interval_ms),
-                "--match",
-                FLEET_MATCH,
+            created, _ = run_cli(
+                *(
+                    "subscriptions",
+                    "add",
+                    "--bootstrap-server",
+                    self.bootstrap,
+                    "--window",
+                    settings.fleet_window,
+                ),
+                *("--label", "demo-fleet", "--metrics", "org.apache.kafka."),
+                *("--interval", str(settings.fleet_interval_ms), "--match", FLEET_MATCH),
             )
-            fleet_window = created["name"]
-            print(f"  fleet window {fleet_window}")
+            self.fleet_window = created["name"]
+            print(f"  fleet window {self.fleet_window}")
 
-        env = {**airflow_environment(airflow_home, bootstrap, base=dict(os.environ)), **topology.env}
-        with steps.step("Starting the client fleet (librdkafka producers/consumers, a Java producer)"):
+    def start_fleet(self) -> None:
+        with self.steps.step("Starting the client fleet (librdkafka producers/consumers, a Java producer)"):
             # Airflow's metadata database is created meanwhile (it needs nothing from the fleet); its
             # output goes to a file, so nobody has to read a pipe while the fleet starts
-            migrate_log = work / "airflow-db-migrate.log"
-            with migrate_log.open("w") as log:
-                migrate = subprocess.Popen(
+            self.migrate_log = self.work / "airflow-db-migrate.log"
+            with self.migrate_log.open("w") as log:
+                self.migrate = subprocess.Popen(
                     [str(Path(sys.executable).parent / "airflow"), "db", "migrate"],
-                    env=env,
+                    env=self.env,
                     stdout=log,
                     stderr=subprocess.STDOUT,
                 )
-            fleet_started = datetime.now(UTC)
-            fleet = ClientFleet(bootstrap, default_fleet(), work / "fleet-logs", max_seconds=1200)
+            self.fleet_started = datetime.now(UTC)
+            fleet = self.fleet = ClientFleet(
+                self.bootstrap, default_fleet(), self.work / "fleet-logs", max_seconds=1200
+            )
             fleet.start()
-            _wait_for_fleet(bootstrap, expected_pushers(fleet.specs), fleet_started, timeout_s=90)
-            print(f"  letting the fleet run {settings.warmup_s} s so there is history to compare against")
-            time.sleep(settings.warmup_s)
+            _wait_for_fleet(self.bootstrap, expected_pushers(fleet.specs), self.fleet_started, timeout_s=90)
+            print(
+                f"  letting the fleet run {self.settings.warmup_s} s so there is history to compare against"
+            )
+            time.sleep(self.settings.warmup_s)
             if dead := fleet.check_alive():
-                raise Kip714Error(f"clients exited early: {', '.join(dead)} (logs in {work / 'fleet-logs'})")
+                raise Kip714Error(
+                    f"clients exited early: {', '.join(dead)} (logs in {self.work / 'fleet-logs'})"
+                )
             for client_id, pid in fleet.killed():
                 print(f"  {client_id} (pid {pid}) was killed with SIGKILL: no terminating push", flush=True)
 
-        with steps.step("Airflow metadata database (SQLite), created during the warm-up"):
-            if migrate.wait(timeout=300) != 0:
-                tail = migrate_log.read_text(errors="replace").splitlines()[-30:]
+    def airflow_database(self) -> None:
+        with self.steps.step("Airflow metadata database (SQLite), created during the warm-up"):
+            if self.migrate.wait(timeout=300) != 0:
+                tail = self.migrate_log.read_text(errors="replace").splitlines()[-30:]
                 print("\n".join(f"  ! {line}" for line in tail), flush=True)
-                raise Kip714Error(f"airflow db migrate failed (exit {migrate.returncode}); see {migrate_log}")
-            print(f"  airflow db migrate: done ({migrate_log})")
+                raise Kip714Error(
+                    f"airflow db migrate failed (exit {self.migrate.returncode}); see {self.migrate_log}"
+                )
+            print(f"  airflow db migrate: done ({self.migrate_log})")
 
-        failure: BrokerFailure | None = None
-        with steps.step(f"kip714_troubleshoot on the slow consumer ({settings.window_s} s window)"):
-            if spark_server is not None:
-                env.update(spark_server.airflow_env())
+    def troubleshoot(self) -> None:
+        settings = self.settings
+        with self.steps.step(f"kip714_troubleshoot on the slow consumer ({settings.window_s} s window)"):
+            if self.spark_server is not None:
+                self.env.update(self.spark_server.airflow_env())
                 # the window is mostly waiting: warm the server on the fleet's pushes meanwhile
-                spark_server.warm_until(since=fleet_started, deadline=time.monotonic() + settings.window_s)
+                self.spark_server.warm_until(
+                    since=self.fleet_started, deadline=time.monotonic() + settings.window_s
+                )
                 print("  warming the Spark Connect server on the fleet's pushes while the window is open")
             if settings.topology == "cluster":
-                admin = stack.enter_context(_admin(bootstrap))
-                _failing, failure = fail_a_broker_mid_window(cluster, admin, settings.window_s)
-            conf = troubleshoot_conf(settings)
-            _airflow(
-                env,
-                "dags",
-                "test",
-                "kip714_troubleshoot",
-                "-c",
-                json.dumps(conf),
-                title="kip714_troubleshoot",
+                assert self.cluster is not None
+                admin = self.stack.enter_context(_admin(self.bootstrap))
+                _failing, self.failure = fail_a_broker_mid_window(self.cluster, admin, settings.window_s)
+            conf = json.dumps(troubleshoot_conf(settings))
+            run_airflow(
+                self.env, "dags", "test", "kip714_troubleshoot", "-c", conf, title="kip714_troubleshoot"
             )
 
-        with steps.step("kip714_rollups over the demo's period"):
+    def hourly_rollups(self) -> None:
+        with self.steps.step("kip714_rollups over the demo's period"):
             # An hourly data-interval timetable: `dags test` at T runs the interval that ends at T.
-            hour = fleet_started.replace(minute=0, second=0, microsecond=0)
+            hour = self.fleet_started.replace(minute=0, second=0, microsecond=0)
             while hour <= datetime.now(UTC):
                 run_at = (hour + timedelta(hours=1)).isoformat()
-                _airflow(env, "dags", "test", "kip714_rollups", run_at, title="kip714_rollups")
+                run_airflow(self.env, "dags", "test", "kip714_rollups", run_at, title="kip714_rollups")
                 hour += timedelta(hours=1)
 
-        with steps.step("A window asking librdkafka for metrics it does not push (the guardrail)"):
+    def guardrail(self) -> None:
+        with self.steps.step("A window asking librdkafka for metrics it does not push (the guardrail)"):
             # the rollups run above wrote the capabilities table the guardrail reads
-            guarded, warnings = _run_cli(
-                *("subscriptions", "add", "--bootstrap-server", bootstrap, "--window", "1m"),
+            guarded, warnings = run_cli(
+                *("subscriptions", "add", "--bootstrap-server", self.bootstrap, "--window", "1m"),
                 *("--label", "demo-guardrail", "--metrics", LACKED_PREFIX, "--match", LIBRDKAFKA_MATCH),
             )
-            with _admin(bootstrap) as admin:
+            with _admin(self.bootstrap) as admin:
                 admin.delete(guarded["name"])
             if not warnings:
                 print("  (no guardrail warning: the capabilities table was not readable; see the log above)")
             print(f"  {guarded['name']} deleted again: it would have brought nothing")
 
-        with steps.step("Results"):
+    def results(self) -> None:
+        with self.steps.step("Results"):
             zones = troubleshoot_areas()
             report = zones[0].report / "report.html" if zones else None
             if report is None or not report.is_file():
-                raise Kip714Error(f"no troubleshooting report under {topology.data_root}/troubleshoot")
+                raise Kip714Error(f"no troubleshooting report under {self.data_root}/troubleshoot")
             print(f"  Troubleshooting report: {report}")
-            if spark_server is not None:
-                print(f"  {spark_server.summary()}")
-            if failure is not None:
-                for line in failure.lines(zones[0], cluster.telemetry_topic):
+            if self.spark_server is not None:
+                print(f"  {self.spark_server.summary()}")
+            if self.failure is not None and self.cluster is not None:
+                for line in self.failure.lines(zones[0], self.cluster.telemetry_topic):
                     print(f"  {line}")
             fleet_report = build_report(
                 scheduled_area(),
                 title="KIP-714 fleet report (kip714_rollups)",
-                window=(fleet_started, datetime.now(UTC)),
+                window=(self.fleet_started, datetime.now(UTC)),
             )
             print(
                 f"  Fleet report:           {fleet_report.html_path} "
@@ -395,38 +364,34 @@ def run_demo(settings: DemoSettings) -> int:
                 ("troubleshooting window", zones[0]),
                 ("hourly rollups", scheduled_area()),
             ):
-                lines = anomaly_lines(zone)
-                print(f"  Anomalies in the {zone_name} ({len(lines)}):")
-                for line in lines[:12] or ["(none)"]:
-                    print(f"    {line}")
-                for title, found in (
-                    ("Silent clients", silent_lines(zone)),
-                    ("Convergence", convergence_lines(zone)),
-                ):
-                    if found:  # delivery.py / convergence.py ran for this zone
-                        print(f"  {title} in the {zone_name} ({len(found)}):")
-                        for line in found[:12]:
-                            print(f"    {line}")
+                print_findings(zone_name, zone)
 
-        with steps.step("Cleaning up: subscriptions, clients, broker"):
-            with _admin(bootstrap) as admin:
-                for name in (fleet_window, STANDING_SUBSCRIPTION):
+    def clean_up(self) -> None:
+        with self.steps.step("Cleaning up: subscriptions, clients, broker"):
+            with _admin(self.bootstrap) as admin:
+                for name in (self.fleet_window, STANDING_SUBSCRIPTION):
                     if name:
                         admin.delete(name)
                 left = admin.list_names()
-            fleet_window = None
+            self.fleet_window = None
             if left:
                 raise Kip714Error(f"subscriptions left on the cluster: {', '.join(left)}")
             print("  No client-metrics subscription is left on the cluster.")
-        return 0
-    finally:
-        stack.close()  # the cluster topology's S3 server and Spark master and workers
-        if fleet is not None:
-            fleet.stop()
+
+    def stop_everything(self) -> None:
+        self.stack.close()  # the Spark Connect server, or the cluster topology's S3 server and Spark
+        if self.fleet is not None:
+            self.fleet.stop()
+        cluster = self.cluster
         if cluster is not None and not cluster.stopped:
-            if fleet_window:
+            if self.fleet_window:
                 with _admin(cluster.bootstrap_servers) as admin:
-                    admin.delete(fleet_window)
+                    admin.delete(self.fleet_window)
                     admin.delete(STANDING_SUBSCRIPTION)
             cluster.stop()
             print("  Stopped the demo's clients and broker.", flush=True)
+
+
+def run_demo(settings: DemoSettings) -> int:
+    logging.getLogger("kafka").setLevel(logging.WARNING)  # kafka-python narrates every connection
+    return DemoRun(settings).run()

@@ -110,3 +110,16 @@ def convergence_lines(zone: RunArea) -> list[str]:
         f"100 % {seconds(row['p100_seconds'])}"
         for row in windows.to_dict("records")
     ]
+
+
+def print_findings(zone_name: str, zone: RunArea) -> None:
+    """A zone's anomalies, and its silent clients and convergence where those steps ran."""
+    lines = anomaly_lines(zone)
+    print(f"  Anomalies in the {zone_name} ({len(lines)}):")
+    for line in lines[:12] or ["(none)"]:
+        print(f"    {line}")
+    for title, found in (("Silent clients", silent_lines(zone)), ("Convergence", convergence_lines(zone))):
+        if found:  # delivery.py / convergence.py ran for this zone
+            print(f"  {title} in the {zone_name} ({len(found)}):")
+            for line in found[:12]:
+                print(f"    {line}")

@@ -34,16 +34,25 @@ class Topology:
 
 
 @contextmanager
-def demo_topology(name: str, work_dir: Path, kafka: str) -> Iterator[Topology]:
-    """Start what ``name`` needs under ``work_dir`` and stop it on exit."""
+def demo_topology(name: str, work_dir: Path, kafka: str, spark_connect: bool = False) -> Iterator[Topology]:
+    """Start what ``name`` needs under ``work_dir`` and stop it on exit.
+
+    ``spark_connect``: the single topology's Spark is the demo's Connect server (started by the caller,
+    ``kip714_dev.demo.spark_server``)."""
     if name == "single":
         data_dir = work_dir / "data"
+        spark = (
+            "Spark: a Spark Connect server (local[2], in the idle CPU class), started now; "
+            "the DAGs' analytics tasks are its clients (KIP714_SPARK_CONNECT_CONN_ID)"
+            if spark_connect
+            else "Spark: local[*] inside each Airflow task (spark-submit)"
+        )
         yield Topology(
             str(data_dir),
             where=[
                 f"Kafka: {kafka} (one broker, this machine)",
                 f"Storage: local folder {data_dir}",
-                "Spark: local[*] inside each Airflow task",
+                spark,
                 "Airflow: `airflow dags test` on this machine (SQLite)",
             ],
         )
