@@ -16,11 +16,8 @@ from airflow.sdk import Asset, BaseOperator
 from airflow_provider_kip714.contract.topic import DEFAULT_TELEMETRY_TOPIC
 from airflow_provider_kip714.decoding.decoder import ValueFormat
 from airflow_provider_kip714.telemetry import reader
-from airflow_provider_kip714.telemetry.landing import (
-    DEFAULT_CHUNK_INTERVAL_S,
-    DEFAULT_CHUNK_RECORDS,
-    datapoints_uri,
-)
+from airflow_provider_kip714.telemetry.landing import DEFAULT_CHUNK_INTERVAL_S, DEFAULT_CHUNK_RECORDS
+from airflow_provider_kip714.telemetry.landing_zone import datapoints_uri
 
 
 def datapoints_asset(out_dir: str | Path, topic: str = DEFAULT_TELEMETRY_TOPIC) -> Asset:

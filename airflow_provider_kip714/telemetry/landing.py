@@ -26,7 +26,6 @@ from confluent_kafka import Consumer, Message
 
 from airflow_provider_kip714.decoding.decoder import VALUE_FORMATS, ValueFormat
 from airflow_provider_kip714.exceptions import LandingError
-from airflow_provider_kip714.storage.data_root import as_storage_path, storage_uri
 from airflow_provider_kip714.telemetry import reader
 from airflow_provider_kip714.telemetry.landing_batch import PartitionBatch, stage_batch, stage_records
 from airflow_provider_kip714.telemetry.landing_plan import (
@@ -43,7 +42,6 @@ __all__ = [
     "LandingResult",
     "PartitionBatch",
     "TopicLander",
-    "datapoints_uri",
     "land_topic",
     "stage_batch",
     "stage_records",
@@ -397,8 +395,3 @@ def land_topic(
 ) -> LandingResult:
     """Land ``topic`` into ``out_dir`` (see ``TopicLander`` for options); safe to rerun after any crash."""
     return TopicLander(consumer_config, topic, out_dir, **options).run()
-
-
-def datapoints_uri(out_dir: str | os.PathLike[str]) -> str:
-    """The URI of a landing zone's datapoints (what the landing operator's Asset points at)."""
-    return storage_uri(as_storage_path(out_dir) / "datapoints")

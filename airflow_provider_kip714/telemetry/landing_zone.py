@@ -47,7 +47,13 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from airflow_provider_kip714.exceptions import LandingError
-from airflow_provider_kip714.storage.data_root import StoragePath, checked_location, fsspec_location
+from airflow_provider_kip714.storage.data_root import (
+    StoragePath,
+    as_storage_path,
+    checked_location,
+    fsspec_location,
+    storage_uri,
+)
 from airflow_provider_kip714.telemetry.lease import ZoneLease, fresh
 
 log = logging.getLogger(__name__)
@@ -343,3 +349,8 @@ def _split_by_hour(datapoints: pa.Table) -> list[tuple[tuple[str, int], pa.Table
         date, hour = group.split("|")
         parts.append(((date, int(hour)), datapoints.filter(pc.equal(keys, group))))
     return parts
+
+
+def datapoints_uri(out_dir: str | os.PathLike[str]) -> str:
+    """The URI of a landing zone's datapoints (what the landing operator's Asset points at)."""
+    return storage_uri(as_storage_path(out_dir) / DATAPOINTS_DIR)
