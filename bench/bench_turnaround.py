@@ -15,6 +15,7 @@ ratios hold on a loaded machine:
   window ``--connect-warmups`` times first (a server in service has run earlier windows); CPU counts
   the client and the server;
 * ``hourly``: the scheduled DAG's pipeline for the hour holding the window (1m buckets, 24h history).
+* ``connect_hourly``: the same hourly pipeline as a client of the warm Spark Connect server.
 
 Each run's turnaround adds the window's rules (``write_window_rules``) and the report (``build_report``)
 to the Spark part, as the DAG does; Airflow's own task start-up is not in it. Target: pipeline <= 2 x
@@ -52,7 +53,7 @@ from spark_apps.package import (  # noqa: E402
 )
 
 SPARK_SUBMIT = Path(sys.executable).parent / "spark-submit"
-MODES = ("empty", "three_apps", "pipeline", "connect", "hourly", "warm")
+MODES = ("empty", "three_apps", "pipeline", "connect", "hourly", "connect_hourly", "warm")
 EMPTY_APP = "from pyspark.sql import SparkSession\nSparkSession.builder.getOrCreate().stop()\n"
 DAG_CONF = {
     **PERFORMANCE_CONF,
@@ -163,6 +164,13 @@ def window_args(area: Path, rules: Path | None) -> list[str]:
     )
 
 
+def hourly_args(area: Path) -> list[str]:
+    """The hourly DAG's flags for the hour holding the window."""
+    landing, analytics = str(area / "landing"), str(area / "analytics")
+    start, end = HOUR[0].isoformat(), HOUR[1].isoformat()
+    return application_args(landing, analytics, start, end, "1m", rules=str(DEFAULT_RULES), history="24h")
+
+
 def run_mode(mode: str, area: Path, work: Path) -> dict[str, object]:
     log = work / f"{mode}.log"
     if mode == "empty":
@@ -172,17 +180,10 @@ def run_mode(mode: str, area: Path, work: Path) -> dict[str, object]:
         return {"wall_s": wall, "cpu_s": cpu}
     fresh(area)
     if mode == "hourly":
-        args = application_args(
-            str(area / "landing"),
-            str(area / "analytics"),
-            HOUR[0].isoformat(),
-            HOUR[1].isoformat(),
-            "1m",
-            rules=str(DEFAULT_RULES),
-            history="24h",
-        )
-        wall, cpu = submit(application_path("pipeline"), args, log, DAG_CONF)
+        wall, cpu = submit(application_path("pipeline"), hourly_args(area), log, DAG_CONF)
         return {"wall_s": wall, "cpu_s": cpu, "spark_s": wall, "phases": timings(log)}
+    if mode == "connect_hourly":
+        return connect_run(area, work, log, hourly=True)
     if mode == "warm":
         return warm_run(area, log)
     if mode == "connect":
@@ -263,13 +264,13 @@ def connect_server(work: Path) -> object:
     return _CONNECT["state"]
 
 
-def connect_pipeline(area: Path, rules: Path, url: str, log: Path) -> tuple[float, float]:
+def connect_pipeline(area: Path, rules: Path | None, url: str, log: Path) -> tuple[float, float]:
     from airflow_provider_kip714.spark.connect import REMOTE_ENV, connect_command
 
     cpu, began = child_cpu(), time.perf_counter()
     with log.open("a") as out:
         result = subprocess.run(
-            connect_command("pipeline", window_args(area, rules)),
+            connect_command("pipeline", window_args(area, rules) if rules else hourly_args(area)),
             stdout=out,
             stderr=subprocess.STDOUT,
             env={**environment(), REMOTE_ENV: url},
@@ -279,7 +280,7 @@ def connect_pipeline(area: Path, rules: Path, url: str, log: Path) -> tuple[floa
     return time.perf_counter() - began, child_cpu() - cpu
 
 
-def connect_run(area: Path, work: Path, log: Path) -> dict[str, object]:
+def connect_run(area: Path, work: Path, log: Path, hourly: bool = False) -> dict[str, object]:
     state = connect_server(work)
     if not _CONNECT.get("warm"):
         walls = []
@@ -290,10 +291,10 @@ def connect_run(area: Path, work: Path, log: Path) -> dict[str, object]:
         print(f"connect server warm-up runs (Spark wall s, in order): {walls}", flush=True)
         _CONNECT["warm"] = True
     server_cpu = process_cpu(state.pid)  # type: ignore[attr-defined]
-    rules, rules_s = write_rules(area)
+    rules, rules_s = (None, 0.0) if hourly else write_rules(area)
     wall, client_cpu = connect_pipeline(area, rules, state.url, log)  # type: ignore[attr-defined]
     server_used = process_cpu(state.pid) - server_cpu  # type: ignore[attr-defined]
-    report_s = write_report(area)
+    report_s = 0.0 if hourly else write_report(area)
     return {
         "wall_s": rules_s + wall + report_s,
         "cpu_s": client_cpu + server_used,
