@@ -50,6 +50,9 @@ def test_the_demos_server_runs_idle_and_warms_on_what_was_landed(
 
         server.warm_until(since=since, deadline=time.monotonic())  # the first run always runs, then it stops
         summary = server.summary()
+        server.to_normal_priority()  # the DAGs' analytics: every thread of the JVM, not just its first
+        threads = list(Path(f"/proc/{server.state.pid}/task").iterdir())
+        policies = {_policy(int(thread.name)) for thread in threads}
     finally:
         server.stop()
 
@@ -58,3 +61,9 @@ def test_the_demos_server_runs_idle_and_warms_on_what_was_landed(
     rollups = pq.read_table(tmp_path / "spark-warmup" / "analytics" / "rollups")
     assert rollups.num_rows > 0  # the warm-up analysed the landed pushes, not an empty folder
     assert connect.status(server.root) is None
+    assert len(threads) > 20 and policies - {"gone"} == {"SCHED_OTHER"}, policies  # "gone": a thread ended
+
+
+def _policy(tid: int) -> str:
+    shown = subprocess.run(["chrt", "-p", str(tid)], capture_output=True, text=True, check=False).stdout
+    return shown.split("policy:")[1].split()[0] if "policy:" in shown else "gone"

@@ -280,7 +280,17 @@ class DemoRun:
             print(
                 f"  letting the fleet run {self.settings.warmup_s} s so there is history to compare against"
             )
+            if self.spark_server is not None:
+                # before the window, not during it: Spark's load in the baseline period can only make
+                # the learned thresholds looser, in the window it shows up as the clients' latency
+                self.spark_server.warm_until(
+                    since=self.fleet_started, deadline=time.monotonic() + self.settings.warmup_s
+                )
+                print("  meanwhile: warming the Spark Connect server on the fleet's first pushes")
             time.sleep(self.settings.warmup_s)
+            if self.spark_server is not None:
+                print(f"  {self.spark_server.summary()}")  # waits for a warm-up run still going
+                self.spark_server.to_normal_priority()
             if dead := fleet.check_alive():
                 raise Kip714Error(
                     f"clients exited early: {', '.join(dead)} (logs in {self.work / 'fleet-logs'})"
@@ -303,11 +313,6 @@ class DemoRun:
         with self.steps.step(f"kip714_troubleshoot on the slow consumer ({settings.window_s} s window)"):
             if self.spark_server is not None:
                 self.env.update(self.spark_server.airflow_env())
-                # the window is mostly waiting: warm the server on the fleet's pushes meanwhile
-                self.spark_server.warm_until(
-                    since=self.fleet_started, deadline=time.monotonic() + settings.window_s
-                )
-                print("  warming the Spark Connect server on the fleet's pushes while the window is open")
             if settings.topology == "cluster":
                 assert self.cluster is not None
                 admin = self.stack.enter_context(_admin(self.bootstrap))
@@ -346,8 +351,6 @@ class DemoRun:
             if report is None or not report.is_file():
                 raise Kip714Error(f"no troubleshooting report under {self.data_root}/troubleshoot")
             print(f"  Troubleshooting report: {report}")
-            if self.spark_server is not None:
-                print(f"  {self.spark_server.summary()}")
             if self.failure is not None and self.cluster is not None:
                 for line in self.failure.lines(zones[0], self.cluster.telemetry_topic):
                     print(f"  {line}")

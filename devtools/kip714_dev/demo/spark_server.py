@@ -1,15 +1,20 @@
-"""The single-machine demo's Spark: a Spark Connect server, started and warmed while the fleet runs.
+"""The single-machine demo's Spark: a Spark Connect server, started and warmed while the fleet warms up.
 
 What ``docs/production.md`` recommends for a quick troubleshooting turnaround, shown by the demo: the
 DAGs' analytics tasks are clients of one long-running server (``KIP714_SPARK_CONNECT_CONN_ID``), so no
 task starts a JVM. A fresh server is slow for its first few windows (its JIT compiles, its caches fill:
-``docs/benchmarks.md``), so the demo warms it on what the fleet pushed during its warm-up, landed into a
-folder of its own, while the troubleshooting window is open and the machine mostly waits.
+``docs/benchmarks.md``), so the demo warms it on the fleet's first pushes, landed into a folder of its
+own, during the fleet's warm-up: before the troubleshooting window, never during it.
 
-The server and the warm-up run in Linux's idle scheduling class (``chrt --idle``): they get only the CPU
-time the fleet's clients, the broker and Airflow leave, so warming Spark does not disturb what the window
-measures (at ``nice 10`` it did: the orders clients' request latencies doubled during the window and
-the anomalies step flagged them against their warm-up baselines).
+Why not during the window, when the machine mostly waits: the window measures the clients' latencies,
+and the orders clients (not the window's target) were flagged against their baselines more often when
+Spark ran then: warming during the window, one run at ``nice 10`` had nine such latency anomalies and two
+runs in the idle scheduling class none and four; warming before it, two runs had none and one warning; a
+``spark-submit`` run none (2026-11-24, six runs; such max-latency series jitter by tens of ms anyway).
+During the warm-up the load can only raise the baseline (thresholds are median + k x MAD of it), never a
+window value. The server and the warm-up run in Linux's idle scheduling class (``chrt --idle``), so they
+get only the CPU time the fleet's clients, the broker and Airflow leave; once the warm-up is over, the
+server returns to the normal class (``to_normal_priority``) for the DAGs' analytics.
 """
 
 from __future__ import annotations
@@ -84,7 +89,7 @@ class DemoSparkServer:
 
     def warm_until(self, since: datetime, deadline: float) -> None:
         """In the background: land the fleet's pushes since ``since``, then run the pipeline over them
-        until the next run would end after ``deadline`` (``time.monotonic()``)."""
+        until the next run would end after ``deadline`` (``time.monotonic()``; the first always runs)."""
         self._thread = threading.Thread(
             target=self._warm, args=(since, deadline), name="spark-connect-warmup", daemon=True
         )
@@ -114,6 +119,13 @@ class DemoSparkServer:
         except BaseException as err:  # the DAGs still run (on a colder server): said in summary()
             self.error = err
 
+    def to_normal_priority(self) -> None:
+        """Move every thread of the server back to the normal class, once the warm-up is over: in the
+        idle class the window's analytics got only what the fleet and the broker left."""
+        state = self._wait()
+        command = ["chrt", "--other", "--all-tasks", "--pid", "0", str(state.pid)]
+        subprocess.run(command, check=True, capture_output=True, text=True, timeout=30)
+
     def _land(self, landing: Path, until: datetime) -> None:
         command = [*self.kafka_command, "--out", str(landing), "--until", until.isoformat(), "--json"]
         subprocess.run(_idle(command), check=True, capture_output=True, text=True, timeout=120)
@@ -133,7 +145,7 @@ class DemoSparkServer:
             self._thread.join(timeout=timedelta(minutes=3).total_seconds())
         runs = ", ".join(f"{wall:.1f} s" for wall in self.walls) or "none"
         failed = f"; it stopped early: {self.error}" if self.error else ""
-        return f"Spark Connect warm-up runs on the fleet's first pushes: {runs}{failed}"
+        return f"Spark Connect warm-up run(s) on the fleet's first pushes: {runs}{failed}"
 
     def stop(self) -> None:
         connect.stop(self.root)
