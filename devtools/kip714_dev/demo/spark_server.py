@@ -29,6 +29,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Final
 
+from airflow_provider_kip714.exceptions import Kip714Error
 from airflow_provider_kip714.settings import SPARK_CONNECT_CONN_ENV
 from airflow_provider_kip714.spark.connect import REMOTE_ENV, connect_command
 from kip714_dev.local_spark import connect
@@ -84,7 +85,7 @@ class DemoSparkServer:
     def _wait(self) -> ConnectServerState:
         self._started.wait(timeout=connect.READY_TIMEOUT_S + 10)
         if self.error is not None or self.state is None:
-            raise RuntimeError(f"the demo's Spark Connect server did not start: {self.error}")
+            raise Kip714Error(f"the demo's Spark Connect server did not start: {self.error}")
         return self.state
 
     def warm_until(self, since: datetime, deadline: float) -> None:
@@ -137,7 +138,7 @@ class DemoSparkServer:
                 _idle(command), stdout=out, stderr=subprocess.STDOUT, env={**os.environ, REMOTE_ENV: url}
             )
         if completed.returncode != 0:
-            raise RuntimeError(f"warm-up run failed (exit {completed.returncode}); see {log}")
+            raise Kip714Error(f"warm-up run failed (exit {completed.returncode}); see {log}")
 
     def summary(self) -> str:
         """One line on the warm-up, once it is over (waits for a run still in flight)."""
