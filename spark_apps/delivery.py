@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from kip714_common.broker_metric_names import BrokerMetric
+from kip714_common.caching import cached
 from kip714_common.cli import Interval, common_flags_step, make_interval, run_main
 from kip714_common.delivery import (
     GAP_AFTER,
@@ -155,7 +156,7 @@ def unseen_rows(points: DataFrame, pushes: DataFrame, interval: Interval) -> Dat
 
 def delivery_frame(points: LandedPoints, interval: Interval, read_start: datetime) -> DataFrame:
     """Every delivery row of ``interval`` from points read over ``[read_start, interval.end)``."""
-    pushes = landed_pushes(points.frame).persist()
+    pushes = cached(landed_pushes(points.frame))
     hourly = make_interval(interval.start, interval.end, HOUR)
     rolled = rollup_points(points.where(F.col("record_type") == "broker"), hourly, read_start)
     # the newest landed record (broker records arrive every few seconds): what "now" is for this data

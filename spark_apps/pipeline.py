@@ -30,6 +30,7 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from types import ModuleType
 
+from kip714_common.caching import run_caches
 from kip714_common.cli import CommonArgs, base_parser, parse_common, run_main
 from kip714_common.errors import SparkAppInputError
 from kip714_common.landing import LATE_GRACE, landed_bytes, shared_reads
@@ -182,18 +183,16 @@ def run_chains(
 def run(argv: Sequence[str] | None = None, spark: SparkSession | None = None) -> dict[str, object]:
     """Run the planned steps in one session; returns each step's summary."""
     planned, common, remote, concurrency = plan(sys.argv[1:] if argv is None else argv)
-    if spark is not None:
-        return run_in(spark, planned, common, concurrency, began=time.perf_counter())
     began = time.perf_counter()
     with StepTimer(APP_NAME).phase("session"):
-        own = session(remote)
+        own = session(remote) if spark is None else None
     try:
-        return run_in(own, planned, common, concurrency, began)
+        return run_in(own or spark, planned, common, concurrency, began)  # type: ignore[arg-type]
     finally:
-        # a Spark Connect server keeps an unreleased session (its cached tables, plans and state) until
-        # its idle timeout: measured, a warm server's old generation held ~860 MB of finished runs and ran
-        # two full collections per run
-        own.stop()
+        if own is not None:
+            # a Spark Connect server keeps an unreleased session (its plans and state) until its idle
+            # timeout (an hour by default)
+            own.stop()
 
 
 def run_in(
@@ -209,7 +208,7 @@ def run_in(
         size = landed_bytes(spark, common.input, common.read_start, common.interval.end + LATE_GRACE)
         small = tune_for_input(spark, size)
     emit({"step": APP_NAME, "phase": "input", "bytes": size, "small_input_conf": small})
-    with shared_reads(persist=small):
+    with run_caches(), shared_reads(persist=small):
         summaries = run_chains(spark, planned, timer, concurrency)
     # wall time: concurrent steps overlap, so the phases' sum would overstate it
     emit(

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from kip714_common.caching import cached
 from kip714_common.names import labels_from_entries_column, labels_key_column, metric_name_column
 from kip714_common.schemas import STRING_MAP
 from pyspark.sql import Column, DataFrame
@@ -70,16 +71,18 @@ def series_table(typed: DataFrame, aliases: Mapping[str, str]) -> SeriesTable:
     labels = F.when(
         F.coalesce(F.size("_label_keys"), F.lit(0)) <= 0, F.create_map().cast(STRING_MAP)
     ).otherwise(labels_from_entries_column(entries))
-    described = typed.select(
-        "_source_name",
-        "_label_keys",
-        "_label_values",
-        "_kind",
-        "_temporality",
-        metric_name_column(F.col("_source_name"), aliases).alias("_metric_name"),
-        labels.alias("_labels"),
-        labels_key_column(labels).alias("_attributes_key"),
-    ).cache()
+    described = cached(
+        typed.select(
+            "_source_name",
+            "_label_keys",
+            "_label_values",
+            "_kind",
+            "_temporality",
+            metric_name_column(F.col("_source_name"), aliases).alias("_metric_name"),
+            labels.alias("_labels"),
+            labels_key_column(labels).alias("_attributes_key"),
+        )
+    )
     identity = [F.col(c) for c in ("_source_name", "_attributes_key", "_kind", "_temporality")]
     raw = [F.col(c) for c in RAW_SERIES_COLUMNS]
     series_count, row_count, kinds, series_ids, raw_keys = described.agg(

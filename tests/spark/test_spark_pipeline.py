@@ -64,8 +64,11 @@ def test_one_session_writes_every_steps_tables(tmp_path: Path, spark, capsys) ->
     argv = _argv(
         FIXTURE, output, "--rules", str(RULES), "--history", "1h", "--steps", steps, "--windows", str(windows)
     )
+    spark.catalog.clearCache()  # what earlier tests in this session cached
     summaries = pipeline.run(argv, spark)
     assert list(summaries) == list(pipeline.STEPS)
+    # every frame the steps cached is released: a Connect server's cache is shared and outlives the run
+    assert spark._jsparkSession.sharedState().cacheManager().isEmpty()
     rollups = summaries["rollups"].tables["rollups"]  # type: ignore[attr-defined]
     assert rollups["rows"] > 0 and summaries["rollups"].notes["null_metric_name_points"] == 0  # type: ignore[attr-defined]
     tables = ("rollups", "thresholds", "anomalies", "broker_metrics", "broker_client_metrics", "delivery")
