@@ -181,46 +181,36 @@ def run_chains(
 
 
 def run(argv: Sequence[str] | None = None, spark: SparkSession | None = None) -> dict[str, object]:
-    """Run the planned steps in one session; returns each step's summary."""
+    """Run the planned steps in one session (``spark``, else one of its own); returns each step's summary."""
     planned, common, remote, concurrency = plan(sys.argv[1:] if argv is None else argv)
-    began = time.perf_counter()
-    with StepTimer(APP_NAME).phase("session"):
-        own = session(remote) if spark is None else None
+    timer, began = StepTimer(APP_NAME), time.perf_counter()
+    own: SparkSession | None = None
+    with timer.phase("session"):
+        if spark is None:
+            spark = own = session(remote)
     try:
-        return run_in(own or spark, planned, common, concurrency, began)  # type: ignore[arg-type]
+        with timer.phase("size_input"):
+            size = landed_bytes(spark, common.input, common.read_start, common.interval.end + LATE_GRACE)
+            small = tune_for_input(spark, size)
+        emit({"step": APP_NAME, "phase": "input", "bytes": size, "small_input_conf": small})
+        with run_caches(), shared_reads(persist=small):
+            summaries = run_chains(spark, planned, timer, concurrency)
+        # wall time: concurrent steps overlap, so the phases' sum would overstate it
+        emit(
+            {
+                "step": APP_NAME,
+                "phase": "total",
+                "seconds": round(time.perf_counter() - began, 3),
+                "ended": time.time(),
+            }
+        )
+        emit({"step": APP_NAME, "phase": "jvm", **jvm_report(spark)})
+        return summaries
     finally:
         if own is not None:
             # a Spark Connect server keeps an unreleased session (its plans and state) until its idle
             # timeout (an hour by default)
             own.stop()
-
-
-def run_in(
-    spark: SparkSession,
-    planned: Sequence[tuple[str, list[str]]],
-    common: CommonArgs,
-    concurrency: int,
-    began: float,
-) -> dict[str, object]:
-    """The steps in ``spark`` (the pipeline's own session, or one it was given)."""
-    timer = StepTimer(APP_NAME)
-    with timer.phase("size_input"):
-        size = landed_bytes(spark, common.input, common.read_start, common.interval.end + LATE_GRACE)
-        small = tune_for_input(spark, size)
-    emit({"step": APP_NAME, "phase": "input", "bytes": size, "small_input_conf": small})
-    with run_caches(), shared_reads(persist=small):
-        summaries = run_chains(spark, planned, timer, concurrency)
-    # wall time: concurrent steps overlap, so the phases' sum would overstate it
-    emit(
-        {
-            "step": APP_NAME,
-            "phase": "total",
-            "seconds": round(time.perf_counter() - began, 3),
-            "ended": time.time(),
-        }
-    )
-    emit({"step": APP_NAME, "phase": "jvm", **jvm_report(spark)})
-    return summaries
 
 
 if __name__ == "__main__":

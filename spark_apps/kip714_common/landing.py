@@ -19,6 +19,7 @@ from datetime import datetime, timedelta
 from functools import reduce
 from operator import and_
 
+from kip714_common.caching import cached
 from kip714_common.errors import SparkAppInputError
 from kip714_common.files import session_files
 from kip714_common.names import METRIC_NAME_ALIASES
@@ -198,7 +199,7 @@ def read_datapoints(
         if key not in _SHARED.reads:
             points = _read_datapoints(spark, input_root, start, end, metric_aliases)
             if _SHARED.persist:
-                points = LandedPoints(points.frame.persist(), points.kinds, points.series)
+                points = LandedPoints(cached(points.frame), points.kinds, points.series)
             _SHARED.reads[key] = points
         return _SHARED.reads[key]
 
@@ -233,16 +234,15 @@ def shared_reads(persist: bool = False) -> Iterator[None]:
 
     The rollups and broker-metrics steps read the same points: the second one then skips the names
     pass (one or two Spark jobs) and, with ``persist`` (small inputs), the scan and normalisation too.
-    Scoped to the block: a later run reads the landing zone afresh (late records included).
+    Scoped to the block: a later run reads the landing zone afresh (late records included). A persisted
+    read is released with the run's other cached frames (``caching.run_caches``, around this block).
     """
     global _SHARED
     previous, _SHARED = _SHARED, _SharedReads(persist, {})
     try:
         yield
     finally:
-        shared, _SHARED = _SHARED, previous
-        for points in shared.reads.values():
-            points.frame.unpersist()
+        _SHARED = previous
 
 
 def normalise(
