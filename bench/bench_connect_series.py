@@ -25,6 +25,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from kip714_dev.cli.options import bounded_int  # noqa: E402
+
 import bench.bench_turnaround as turnaround  # noqa: E402
 from bench.turnaround_data import write_window  # noqa: E402
 
@@ -61,11 +63,14 @@ def one_window(area: Path, url: str, pid: int, log: Path) -> dict[str, float]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--windows", type=int, default=12, help="windows to run on the one server")
+    parser.add_argument(
+        "--windows",
+        type=bounded_int(1, 200, "a number of windows"),
+        default=12,
+        help="windows to run on the one server (1..200)",
+    )
     parser.add_argument("--work", default=None, help="folder for the landing zone and logs (default: temp)")
     options = parser.parse_args()
-    if not 1 <= options.windows <= 200:
-        parser.error(f"--windows: must be an integer from 1 to 200 (got {options.windows})")
     work = Path(options.work or tempfile.mkdtemp(prefix="kip714-connect-series-"))
     area = work / "area"
     area.mkdir(parents=True, exist_ok=True)

@@ -46,6 +46,8 @@ def test_seconds_flags_refuse_non_finite_negative_and_zero(
         (["demo", "--warmup", "nan"], "--warmup"),
         (["demo", "--window", "0"], "--window"),
         (["demo", "--window", "99999999999999"], "--window"),
+        (["demo", "--window", "١٢٠"], "--window"),  # Arabic-Indic 120: int() would read it
+        (["demo", "--spark", "<b>connect</b>"], "--spark"),
         (["local-spark", "start", "--workers", "99999999999999"], "--workers"),
         (["local-spark", "start", "--workers", "0"], "--workers"),
         (["local-s3", "start", "--port", "0"], "--port"),

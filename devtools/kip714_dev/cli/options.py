@@ -44,7 +44,8 @@ def bounded_int(low: int, high: int, what: str = "an integer") -> Callable[[str]
 
     def parse(text: str) -> int:
         try:
-            value = int(text)
+            # ASCII digits only: int() also reads other scripts' digits ('٣' is 3), which no one means
+            value = int(text) if text.strip().isascii() else low - 1
         except ValueError:
             value = low - 1
         if not low <= value <= high:
