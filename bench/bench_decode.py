@@ -72,7 +72,8 @@ def _decode_chunk(records: list[TopicRecord]) -> int:
 
 
 def _decode_partition_batch(batch: PartitionBatch) -> int:
-    return decode_batch(batch.records()).datapoints.num_rows
+    """As landing's staging threads decode: the batch's columns, strings left dictionary-encoded."""
+    return decode_batch(batch.columns(), dictionary_strings=True).datapoints.num_rows
 
 
 def partition_batch(records: list[TopicRecord]) -> PartitionBatch:

@@ -152,26 +152,97 @@ def columns_table(columns: Columns, label_rows: Sequence[tuple[Any, ...]]) -> pa
     return pa.Table.from_arrays([arrays[name] for name in schema.names], schema=schema)
 
 
+def _string_codes(level: pa.Array) -> tuple[np.ndarray, pa.Array]:
+    """A string column's dictionary codes (int32, -1 for null) and its distinct values."""
+    encoded = level.dictionary_encode()
+    codes = encoded.indices
+    if codes.null_count:
+        codes = codes.fill_null(-1)
+    return codes.to_numpy(), encoded.dictionary
+
+
+def fan_out(level: pa.Array, index: np.ndarray) -> pa.Array:
+    """``level.take(index)``; a string column as a dictionary array over its distinct values.
+
+    For strings only the int32 codes are indexed (no string is copied per point), and the Parquet
+    writer stores a dictionary column as it is instead of hashing every value again.
+    """
+    if not pa.types.is_string(level.type):
+        return level.take(pa.array(index, type=pa.int64()))
+    codes, dictionary = _string_codes(level)
+    point_codes = codes[index]
+    mask = point_codes < 0
+    indices = pa.array(point_codes, mask=mask) if mask.any() else pa.array(point_codes)
+    return pa.DictionaryArray.from_arrays(indices, dictionary)
+
+
+def _record_level(lineage: Sequence[Sequence[Any]]) -> pa.Table:
+    """Lineage and ``date``/``hour`` per record (a small table, fanned out to points afterwards)."""
+    schema = DATAPOINT_SCHEMA
+    topics, partitions, offsets, timestamps_ms = lineage
+    timestamps_ms = np.asarray(timestamps_ms, dtype=np.int64)
+    hours, hour_slot = np.unique(timestamps_ms // _MS_PER_HOUR, return_inverse=True)
+    dates_hours = [_date_hour(int(hour)) for hour in hours]
+    record_hour = hour_slot.reshape(-1)
+    return pa.table(
+        {
+            "topic": pa.array(topics, type=pa.string()),
+            "partition": pa.array(partitions, type=pa.int32()),
+            "offset": pa.array(offsets, type=pa.int64()),
+            "record_timestamp": timestamps(timestamps_ms, schema.field("record_timestamp").type),
+            "date": pa.array([date for date, _ in dates_hours], type=pa.string()).take(record_hour),
+            "hour": pa.array([hour for _, hour in dates_hours], type=pa.int32()).take(record_hour),
+        }
+    )
+
+
+def _label_level(label_rows: Sequence[tuple[Any, ...]]) -> pa.Table:
+    """One row per distinct label set."""
+    schema = DATAPOINT_SCHEMA
+    label_columns = _transpose(label_rows, len(LABEL_COLUMNS))
+    return pa.table(
+        {
+            name: pa.array(values, type=schema.field(name).type)
+            for name, values in zip(LABEL_COLUMNS, label_columns, strict=True)
+        }
+    )
+
+
 def native_table(
-    records: Sequence[Sequence[Any]],
+    lineage: Sequence[Sequence[Any]],
+    label_slots: Sequence[int],
     label_rows: Sequence[tuple[Any, ...]],
     native: native_buffers.NativeColumns,
 ) -> pa.Table:
-    """The native decoder's table (gauges and sums only: the distribution columns are null)."""
+    """The native decoder's table, string columns dictionary-encoded (``DATAPOINT_SCHEMA`` after a cast).
+
+    ``lineage`` holds four per-record sequences (topics, partitions, offsets, timestamps in ms) and
+    ``label_slots`` each record's row in ``label_rows``. Gauges and sums only: the distribution
+    columns are null. Each level's columns (record, label set, scope, metric) are fanned out to
+    points with one index array per level.
+    """
     schema = DATAPOINT_SCHEMA
-    arrays = record_arrays(records, label_rows, native.point_record)
-    for level, index in ((native.scopes, native.point_scope), (native.metrics, native.point_metric)):
-        fanned_out = pa.table(level).take(index)  # one take per level
-        arrays.update(zip(fanned_out.column_names, fanned_out.columns, strict=True))
+    point_record = native.point_record
+    point_label = np.asarray(label_slots, dtype=np.int64)[point_record]
+    arrays: dict[str, pa.Array] = {}
+    for level, index in (
+        (_record_level(lineage), point_record),
+        (_label_level(label_rows), point_label),
+        (pa.table(native.scopes), native.point_scope),
+        (pa.table(native.metrics), native.point_metric),
+    ):
+        for name, column in zip(level.column_names, level.columns, strict=True):
+            arrays[name] = fan_out(column.combine_chunks(), index)
     points = native.points
     for name in ("start_time", "time"):
         arrays[name] = timestamps(points[name], schema.field(name).type, zero_is_null=True)
     for name in ("value", "value_int", "flags", "attributes"):
         arrays[name] = points[name]
-    point_count = len(native.point_record)
+    point_count = len(point_record)
     for name in EXTRA_COLUMNS:
         arrays[name] = pa.nulls(point_count, type=schema.field(name).type)
-    return pa.Table.from_arrays([arrays[name] for name in schema.names], schema=schema)
+    names = schema.names
+    return pa.Table.from_arrays([arrays[name] for name in names], names=names)
 
 
-__all__ = ["columns_table", "native_table", "record_arrays", "timestamps"]
+__all__ = ["columns_table", "fan_out", "native_table", "record_arrays", "timestamps"]

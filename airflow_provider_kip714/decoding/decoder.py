@@ -18,6 +18,7 @@ import gc
 from collections.abc import Sequence
 from typing import Any
 
+from airflow_provider_kip714.contract.landing_schema import DATAPOINT_SCHEMA
 from airflow_provider_kip714.decoding import native
 from airflow_provider_kip714.decoding.attributes import render_any_value
 from airflow_provider_kip714.decoding.fast_path import decode_fast
@@ -26,6 +27,7 @@ from airflow_provider_kip714.decoding.parsing import count_points, parse_metrics
 from airflow_provider_kip714.decoding.records import (
     VALUE_FORMATS,
     DecodedBatch,
+    RecordColumns,
     TopicRecord,
     ValueFormat,
     check_value_format,
@@ -34,8 +36,17 @@ from airflow_provider_kip714.decoding.reference import decode_reference
 from airflow_provider_kip714.exceptions import TelemetryDecodeError
 
 
-def decode_batch(records: Sequence[TopicRecord], value_format: ValueFormat = "otlp_proto") -> DecodedBatch:
-    """Decode records into one datapoints table; failing records are listed with their reason."""
+def decode_batch(
+    records: Sequence[TopicRecord] | RecordColumns,
+    value_format: ValueFormat = "otlp_proto",
+    *,
+    dictionary_strings: bool = False,
+) -> DecodedBatch:
+    """Decode records into one datapoints table; failing records are listed with their reason.
+
+    The table is in ``DATAPOINT_SCHEMA``; with ``dictionary_strings`` its string columns may stay
+    dictionary-encoded (what landing writes: cheaper to build and to write, read back as strings).
+    """
     check_value_format(value_format)
     # The batch allocates many small tuples that cannot form cycles; pausing the cyclic GC avoids
     # repeated full scans of them (a measured 20-40% of decode time).
@@ -43,7 +54,13 @@ def decode_batch(records: Sequence[TopicRecord], value_format: ValueFormat = "ot
     gc.disable()
     try:
         if value_format == "otlp_proto" and native.native_available():
-            return decode_fast(records)
+            columns = records if isinstance(records, RecordColumns) else RecordColumns.of(records)
+            decoded = decode_fast(columns)
+            if not dictionary_strings and decoded.datapoints.schema != DATAPOINT_SCHEMA:
+                decoded.datapoints = decoded.datapoints.cast(DATAPOINT_SCHEMA)
+            return decoded
+        if isinstance(records, RecordColumns):
+            records = [records.record(index) for index in range(len(records))]
         return decode_reference(records, value_format)
     finally:
         if gc_was_enabled:
@@ -73,6 +90,7 @@ def decode_record(
 __all__ = [
     "VALUE_FORMATS",
     "DecodedBatch",
+    "RecordColumns",
     "RecordLabels",
     "TopicRecord",
     "ValueFormat",

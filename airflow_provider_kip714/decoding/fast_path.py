@@ -4,6 +4,9 @@
 released and marks every other record for the Python decoder (``reference``). Headers and lineage are
 checked here once for both (``reference.record_failures``), the records the native side leaves are
 decoded by the reference, and the two tables are merged back into record order.
+
+Input is ``RecordColumns``: landing hands its consumed columns over as they are, so nothing here
+walks the records one by one unless some need the reference.
 """
 
 from __future__ import annotations
@@ -14,28 +17,28 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from airflow_provider_kip714.contract.landing_schema import DATAPOINT_SCHEMA
 from airflow_provider_kip714.decoding import native
 from airflow_provider_kip714.decoding.arrow import native_table
 from airflow_provider_kip714.decoding.labels import BatchLabels
-from airflow_provider_kip714.decoding.records import DecodedBatch, TopicRecord
+from airflow_provider_kip714.decoding.records import DecodedBatch, RecordColumns
 from airflow_provider_kip714.decoding.reference import decode_reference, record_failures
 
 
-def _lineage(
-    records: Sequence[TopicRecord], labels: BatchLabels, failed: dict[int, str]
-) -> list[Sequence[Any]]:
+def _lineage(columns: RecordColumns, failed: dict[int, str]) -> list[Sequence[Any]]:
     """Per-record lineage columns; failed records (which have no points) get harmless zeros."""
-    columns: list[list[Any]] = [
-        [record.topic for record in records],
-        [record.partition for record in records],
-        [record.offset for record in records],
-        [record.timestamp_ms for record in records],
-        list(labels.slots),
+    lineage: list[Sequence[Any]] = [
+        columns.topics,
+        columns.partitions,
+        columns.offsets,
+        columns.timestamps_ms,
     ]
-    for index in failed:
-        for column in columns[1:]:
-            column[index] = 0
-    return columns
+    if failed:
+        lineage[1:] = [list(column) for column in lineage[1:]]
+        for index in failed:
+            for column in lineage[1:]:
+                column[index] = 0  # type: ignore[index]
+    return lineage
 
 
 def merge_by_record(
@@ -50,26 +53,31 @@ def merge_by_record(
     return pa.concat_tables([first, second]).take(pa.array(order))
 
 
-def decode_fast(records: Sequence[TopicRecord]) -> DecodedBatch:
-    """``otlp_proto`` records: natively where it can, the rest through the reference, in record order."""
-    labels = BatchLabels.of([record.headers for record in records])
-    failed = record_failures(records, labels)
-    values = [record.value for record in records]
-    for index in failed:
-        values[index] = None  # not decoded at all: its header or lineage problem is its reason
+def decode_fast(columns: RecordColumns) -> DecodedBatch:
+    """``otlp_proto`` records: natively where it can, the rest through the reference, in record order.
+
+    The table's string columns may be dictionary-encoded (``DATAPOINT_SCHEMA`` after a cast).
+    """
+    labels = BatchLabels.of_sets(columns.header_sets, columns.header_index)
+    failed = record_failures(columns.partitions, columns.offsets, columns.timestamps_ms, labels)
+    values = list(columns.values)  # the extension reads a list
+    if failed:
+        for index in failed:
+            values[index] = None  # not decoded at all: its header or lineage problem is its reason
     decoded = native.decode_values(values)
-    table = native_table(_lineage(records, labels, failed), labels.label_rows(), decoded)
+    table = native_table(_lineage(columns, failed), labels.slots, labels.label_rows(), decoded)
     points_per_record = decoded.points_per_record.tolist()
     failures = sorted(failed.items())
     fallback = [int(index) for index in np.flatnonzero(decoded.status) if index not in failed]
     if fallback:
-        subset = labels.subset(fallback)
-        reference = decode_reference([records[index] for index in fallback], "otlp_proto", subset)
+        reference = decode_reference(
+            [columns.record(index) for index in fallback], "otlp_proto", labels.subset(fallback)
+        )
         failures.extend((fallback[position], reason) for position, reason in reference.failures)
         for position, index in enumerate(fallback):
             points_per_record[index] = reference.points_per_record[position]
         table = merge_by_record(
-            table,
+            table.cast(DATAPOINT_SCHEMA),
             decoded.point_record,
             reference.datapoints,
             np.repeat(np.asarray(fallback, dtype=np.int64), reference.points_per_record),

@@ -10,7 +10,7 @@ from typing import Any, Final
 from airflow_provider_kip714.contract.instance_id import to_hex_form
 from airflow_provider_kip714.contract.topic import Header, RecordType
 from airflow_provider_kip714.decoding import limits
-from airflow_provider_kip714.decoding.header_sets import Headers, HeaderSets
+from airflow_provider_kip714.decoding.header_sets import Headers, HeaderSet, HeaderSets
 from airflow_provider_kip714.exceptions import TelemetryDecodeError
 from spark_apps.kip714_common.landing_contract import BROKER_LABEL_COLUMNS
 
@@ -146,11 +146,15 @@ class BatchLabels:
     @classmethod
     def of(cls, header_lists: Sequence[Headers]) -> BatchLabels:
         sets = HeaderSets()
-        set_slots = sets.slots(header_lists)
+        return cls.of_sets(sets.sets, sets.slots(header_lists))
+
+    @classmethod
+    def of_sets(cls, header_sets: Sequence[HeaderSet], header_index: Sequence[int]) -> BatchLabels:
+        """Labels of records given as interned header sets (``RecordColumns``): each set parsed once."""
         rows: list[RecordLabels] = []
         row_of_set: list[int] = []
         error_of_set: list[str | None] = []
-        for header_set in sets.sets:
+        for header_set in header_sets:
             try:
                 labels = parse_labels(headers_to_dict(header_set))
             except TelemetryDecodeError as err:
@@ -160,7 +164,11 @@ class BatchLabels:
             row_of_set.append(len(rows))
             error_of_set.append(None)
             rows.append(labels)
-        return cls(rows, [row_of_set[s] for s in set_slots], [error_of_set[s] for s in set_slots])
+        return cls(
+            rows,
+            list(map(row_of_set.__getitem__, header_index)),
+            list(map(error_of_set.__getitem__, header_index)),
+        )
 
     def subset(self, indexes: Sequence[int]) -> BatchLabels:
         """The labels of some of the batch's records (same rows, no re-parsing)."""

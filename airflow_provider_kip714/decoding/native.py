@@ -58,8 +58,8 @@ class NativeColumns:
     status: np.ndarray  # uint8 per record: 0 decoded here, FALLBACK for the Python decoder
     points_per_record: np.ndarray  # uint32 per record
     point_record: np.ndarray  # int64 per point: index of its record in the batch
-    point_scope: pa.Array  # int64 per point: row in the scope arrays
-    point_metric: pa.Array  # int64 per point: row in the metric arrays
+    point_scope: np.ndarray  # int64 per point: row in the scope arrays
+    point_metric: np.ndarray  # int64 per point: row in the metric arrays
     points: dict[str, Any]  # start_time/time (int64 ns ndarrays, 0 = unset); value, value_int, flags,
     # attributes (Arrow arrays)
     scopes: dict[str, pa.Array]  # resource_attributes, scope_name, scope_version, scope_attributes
@@ -131,8 +131,8 @@ def decode_values(values: list[bytes | None]) -> NativeColumns:
         status=_numbers(buffers, "status", np.uint8),
         points_per_record=_numbers(buffers, "points_per_record", np.uint32),
         point_record=_numbers(buffers, "point_record", np.uint32).astype(np.int64),
-        point_scope=pa.array(_numbers(buffers, "point_scope", np.uint32).astype(np.int64)),
-        point_metric=pa.array(_numbers(buffers, "point_metric", np.uint32).astype(np.int64)),
+        point_scope=_numbers(buffers, "point_scope", np.uint32).astype(np.int64),
+        point_metric=_numbers(buffers, "point_metric", np.uint32).astype(np.int64),
         points=points,
         scopes=scopes,
         metrics=metrics,

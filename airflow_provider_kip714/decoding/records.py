@@ -1,4 +1,4 @@
-"""What goes into decoding and what comes out: ``TopicRecord`` in, ``DecodedBatch`` out."""
+"""What goes into decoding and what comes out: records (or ``RecordColumns``) in, ``DecodedBatch`` out."""
 
 from __future__ import annotations
 
@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 from typing import Final, Literal, NamedTuple
 
 import pyarrow as pa
+
+from airflow_provider_kip714.decoding.header_sets import HeaderSet, HeaderSets
 
 ValueFormat = Literal["otlp_proto", "otlp_json", "auto"]
 VALUE_FORMATS: Final = ("otlp_proto", "otlp_json", "auto")
@@ -30,6 +32,47 @@ class TopicRecord(NamedTuple):
     value: bytes | None
 
 
+@dataclass(frozen=True)
+class RecordColumns:
+    """Records as columns, each distinct header set once: the form the decoders read.
+
+    Landing builds it straight from what it consumed (``PartitionBatch``), so a staging thread does
+    no per-record Python work before the native decoder; ``of`` builds it from ``TopicRecord``s.
+    ``header_index[i]`` is record i's position in ``header_sets``.
+    """
+
+    topics: Sequence[str]
+    partitions: Sequence[int]
+    offsets: Sequence[int]
+    timestamps_ms: Sequence[int]
+    keys: Sequence[bytes | None]
+    header_sets: Sequence[HeaderSet]
+    header_index: Sequence[int]
+    values: Sequence[bytes | None]
+
+    @classmethod
+    def of(cls, records: Sequence[TopicRecord]) -> RecordColumns:
+        if not records:
+            return cls((), (), (), (), (), (), (), ())
+        topics, partitions, offsets, timestamps, keys, headers, values = zip(*records, strict=True)
+        sets = HeaderSets()
+        return cls(topics, partitions, offsets, timestamps, keys, sets.sets, sets.slots(headers), values)
+
+    def __len__(self) -> int:
+        return len(self.offsets)
+
+    def record(self, index: int) -> TopicRecord:
+        return TopicRecord(
+            self.topics[index],
+            self.partitions[index],
+            self.offsets[index],
+            self.timestamps_ms[index],
+            self.keys[index],
+            self.header_sets[self.header_index[index]],
+            self.values[index],
+        )
+
+
 @dataclass
 class DecodedBatch:
     """Datapoints of the records that decoded, and ``(record index, reason)`` for those that did not."""
@@ -39,4 +82,11 @@ class DecodedBatch:
     points_per_record: list[int] = field(default_factory=list)
 
 
-__all__ = ["VALUE_FORMATS", "DecodedBatch", "TopicRecord", "ValueFormat", "check_value_format"]
+__all__ = [
+    "VALUE_FORMATS",
+    "DecodedBatch",
+    "RecordColumns",
+    "TopicRecord",
+    "ValueFormat",
+    "check_value_format",
+]

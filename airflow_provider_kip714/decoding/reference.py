@@ -25,27 +25,26 @@ from airflow_provider_kip714.decoding.records import DecodedBatch, TopicRecord, 
 from airflow_provider_kip714.exceptions import TelemetryDecodeError
 
 
-def record_failures(records: Sequence[TopicRecord], labels: BatchLabels) -> dict[int, str]:
+def record_failures(
+    partitions: Sequence[int], offsets: Sequence[int], timestamps_ms: Sequence[int], labels: BatchLabels
+) -> dict[int, str]:
     """Records that fail before their value is read (headers, then lineage), by index; both paths.
 
-    The usual batch has no such record: three ``min``/``max`` over its columns say so at C speed.
+    The usual batch has no such record: ``min``/``max`` over its columns say so at C speed.
     """
-    partitions = [record.partition for record in records]
-    offsets = [record.offset for record in records]
-    timestamps = [record.timestamp_ms for record in records]
-    if records and (
+    if offsets and (
         any(labels.errors)
         or limits.misfit("partition", min(partitions))
         or limits.misfit("partition", max(partitions))
         or limits.misfit("offset", min(offsets))
         or limits.misfit("offset", max(offsets))
-        or limits.misfit("record_timestamp", min(timestamps))
-        or limits.misfit("record_timestamp", max(timestamps))
+        or limits.misfit("record_timestamp", min(timestamps_ms))
+        or limits.misfit("record_timestamp", max(timestamps_ms))
     ):
         return {
             index: reason
-            for index, record in enumerate(records)
-            if (reason := labels.errors[index] or limits.record_misfit(*record[1:4]))
+            for index, lineage in enumerate(zip(partitions, offsets, timestamps_ms, strict=True))
+            if (reason := labels.errors[index] or limits.record_misfit(*lineage))
         }
     return {}
 
@@ -85,7 +84,12 @@ def decode_reference(
     """Decode ``records`` with the Python decoder; ``labels`` (aligned with records) if already parsed."""
     if labels is None:
         labels = BatchLabels.of([record.headers for record in records])
-    early = record_failures(records, labels)
+    early = record_failures(
+        [record.partition for record in records],
+        [record.offset for record in records],
+        [record.timestamp_ms for record in records],
+        labels,
+    )
     columns = Columns()
     message_class = raw_attribute_metrics_data()
     failures: list[tuple[int, str]] = []

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 import pyarrow as pa
 
 from airflow_provider_kip714.contract.landing_schema import QUARANTINE_SCHEMA, RAW_SCHEMA, STRING_MAP
-from airflow_provider_kip714.decoding.decoder import TopicRecord, ValueFormat, decode_batch
+from airflow_provider_kip714.decoding.decoder import RecordColumns, TopicRecord, ValueFormat, decode_batch
 from airflow_provider_kip714.decoding.header_sets import HeaderSet, HeaderSets
 from airflow_provider_kip714.telemetry.landing_zone import ChunkId, LandingZone, StagedChunk
 
@@ -79,8 +79,8 @@ def raw_table(records: Sequence[TopicRecord]) -> pa.Table:
     )
 
 
-def quarantine_table(records: Sequence[TopicRecord], failures: Sequence[tuple[int, str]]) -> pa.Table:
-    bad = [records[index] for index, _ in failures]
+def quarantine_table(bad: Sequence[TopicRecord], failures: Sequence[tuple[int, str]]) -> pa.Table:
+    """``bad[i]`` is the record of ``failures[i]``."""
     raw = raw_table(bad)
     now_ms = int(time.time() * 1000)
     return pa.Table.from_arrays(
@@ -100,21 +100,22 @@ def stage_records(
     topic: str,
     fsync: bool,
     value_format: ValueFormat,
-    records: Sequence[TopicRecord],
+    records: Sequence[TopicRecord] | RecordColumns,
     raw: pa.Table | None = None,
 ) -> StagedChunk:
     """Decode one partition's consecutive records and write them as a staged chunk (thread-safe);
     ``raw`` is their raw table if the caller has it already."""
     zone = LandingZone(zone_root, topic, fsync=fsync)
-    chunk = ChunkId(records[0].partition, records[0].offset, records[-1].offset)
-    decoded = decode_batch(records, value_format)
+    columns = records if isinstance(records, RecordColumns) else RecordColumns.of(records)
+    chunk = ChunkId(columns.partitions[0], columns.offsets[0], columns.offsets[-1])
+    decoded = decode_batch(columns, value_format, dictionary_strings=True)
     return zone.stage(
         chunk,
-        raw_table(records) if raw is None else raw,
+        raw_table([columns.record(index) for index in range(len(columns))]) if raw is None else raw,
         decoded.datapoints,
-        quarantine_table(records, decoded.failures),
+        quarantine_table([columns.record(index) for index, _ in decoded.failures], decoded.failures),
         points=decoded.datapoints.num_rows,
-        last_timestamp_ms=records[-1].timestamp_ms,
+        last_timestamp_ms=columns.timestamps_ms[-1],
     )
 
 
@@ -178,6 +179,20 @@ class PartitionBatch:
             self.values,
         )
 
+    def columns(self) -> RecordColumns:
+        """The batch as the decoders read it (the lists themselves, not copies)."""
+        count = len(self.offsets)
+        return RecordColumns(
+            [self.topic] * count,
+            [self.partition] * count,
+            self.offsets,
+            self.timestamps,
+            self.keys,
+            self.header_sets,
+            self.header_index,
+            self.values,
+        )
+
     def records(self) -> list[TopicRecord]:
         topic, partition, header_sets = self.topic, self.partition, self.header_sets
         return [
@@ -192,4 +207,4 @@ def stage_batch(
     zone_root: str, topic: str, fsync: bool, value_format: ValueFormat, batch: PartitionBatch
 ) -> StagedChunk:
     """``stage_records`` for a ``PartitionBatch`` (what the landing run hands to staging threads)."""
-    return stage_records(zone_root, topic, fsync, value_format, batch.records(), batch.raw_table())
+    return stage_records(zone_root, topic, fsync, value_format, batch.columns(), batch.raw_table())

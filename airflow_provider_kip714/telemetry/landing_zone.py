@@ -41,8 +41,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Final
 
+import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
@@ -68,6 +68,7 @@ PROTOCOL_FILE: Final = "PROTOCOL"
 PROTOCOL: Final = "kip714 landing commit markers v1\n"
 DATA_SUFFIX: Final = ".parquet"
 MARKER_SUFFIX: Final = ".commit"
+_MS_PER_HOUR: Final = 3_600_000
 _STEM: Final = re.compile(r"^p(\d{5,})-(\d{20})-(\d{20})(?:\.([0-9a-f]{6,32}))?$")
 PARQUET_COMPRESSION: Final = "zstd"
 # Min/max statistics only where readers prune with them (time ranges, offsets): statistics on every
@@ -79,12 +80,24 @@ _STATISTICS_COLUMNS: Final = frozenset(
 
 @functools.lru_cache(maxsize=8)
 def parquet_options(schema: pa.Schema) -> dict[str, object]:
-    """``pq.write_table`` options of a landing-zone table (the same for every file of a schema)."""
+    """``pq.write_table`` options of a landing-zone table (the same for every file of a schema).
+
+    No Arrow schema in the file (``store_schema``): Parquet's own types say everything the landing
+    schemas hold, and without it a string column written dictionary-encoded (``decode_batch``'s
+    ``dictionary_strings``) reads back as a plain string column, like every other file.
+    """
     return {
         "compression": PARQUET_COMPRESSION,
-        "use_dictionary": [field.name for field in schema if pa.types.is_string(field.type)],
+        "use_dictionary": [field.name for field in schema if _is_text(field.type)],
         "write_statistics": [field.name for field in schema if field.name in _STATISTICS_COLUMNS],
+        "store_schema": False,
     }
+
+
+def _is_text(arrow_type: pa.DataType) -> bool:
+    if pa.types.is_dictionary(arrow_type):
+        arrow_type = arrow_type.value_type
+    return pa.types.is_string(arrow_type)
 
 
 @dataclass(frozen=True, order=True)
@@ -336,18 +349,18 @@ def _protocols(fs: Any) -> tuple[str, ...]:
 
 
 def _split_by_hour(datapoints: pa.Table) -> list[tuple[tuple[str, int], pa.Table]]:
-    """Split a chunk's datapoints by their ``date``/``hour`` columns (usually one group)."""
-    keys = pc.binary_join_element_wise(
-        datapoints.column("date"), pc.cast(datapoints.column("hour"), pa.string()), "|"
-    )
-    groups = pc.unique(keys).to_pylist()
-    if len(groups) == 1:
-        date, hour = groups[0].split("|")
-        return [((date, int(hour)), datapoints)]
+    """Split a chunk's datapoints by their ``date``/``hour`` partition (usually one group).
+
+    Both columns are the hour of ``record_timestamp`` (the decoders derive them from it), so the
+    groups are found on that integer column.
+    """
+    hours = datapoints.column("record_timestamp").cast(pa.int64()).to_numpy() // _MS_PER_HOUR
+    groups = np.unique(hours)
     parts = []
-    for group in sorted(groups):
-        date, hour = group.split("|")
-        parts.append(((date, int(hour)), datapoints.filter(pc.equal(keys, group))))
+    for group in groups:
+        part = datapoints if len(groups) == 1 else datapoints.filter(pa.array(hours == group))
+        date, hour = part.column("date")[0].as_py(), part.column("hour")[0].as_py()
+        parts.append(((date, hour), part))
     return parts
 
 

@@ -7,11 +7,13 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from otlp_payloads import client_headers, producer_like_payload
 
-from airflow_provider_kip714.decoding.decoder import TopicRecord
+from airflow_provider_kip714.contract.landing_schema import DATAPOINT_SCHEMA, QUARANTINE_SCHEMA, RAW_SCHEMA
+from airflow_provider_kip714.decoding.decoder import TopicRecord, decode_batch
 from airflow_provider_kip714.exceptions import LandingError
 from airflow_provider_kip714.telemetry.landing import stage_records
 from airflow_provider_kip714.telemetry.landing_zone import ChunkId, LandingZone, file_stem
@@ -83,6 +85,11 @@ def test_committed_chunk_lands_raw_datapoints_and_quarantine_by_hour(
     assert all(reason.startswith("not OTLP protobuf") for reason in quarantine.column("reason").to_pylist())
     hour8 = pq.read_table(tmp_path / "datapoints/date=2025-11-22/hour=08" / name)
     assert set(hour8.column("hour").to_pylist()) == {8} and hour8.num_rows == 54 * 4
+    # written with dictionary-encoded strings and no Arrow schema: read back exactly as decoded
+    hour9 = pq.read_table(tmp_path / "datapoints/date=2025-11-22/hour=09" / name)
+    assert hour8.schema == hour9.schema == DATAPOINT_SCHEMA
+    assert pa.concat_tables([hour8, hour9]).equals(decode_batch(batch).datapoints)
+    assert raw.schema == RAW_SCHEMA and quarantine.schema == QUARANTINE_SCHEMA
     assert zone.recover() == {0: 90}
 
 
@@ -190,3 +197,7 @@ def test_partition_batch_keeps_each_header_set_once_and_stages(tmp_path: Path) -
     raw = zone.read_table("raw")
     assert dict(raw.column("headers").to_pylist()[0]) == {k: v.decode() for k, v in client_headers()}
     assert raw.column("headers").to_pylist()[30] == []
+    # all decoded natively, so written with dictionary-encoded strings: read back as decoded
+    datapoints = zone.read_table("datapoints")
+    assert datapoints.schema == DATAPOINT_SCHEMA
+    assert datapoints.equals(decode_batch(originals).datapoints)

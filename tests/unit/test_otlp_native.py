@@ -13,12 +13,14 @@ import struct
 
 import kip714_native
 import numpy as np
+import pyarrow as pa
 import pytest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, ArrayValue, InstrumentationScope, KeyValue
 from opentelemetry.proto.metrics.v1 import metrics_pb2 as m
 from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 from otlp_payloads import T0_NS, broker_headers, client_headers, every_kind_payload, producer_like_payload
 
+from airflow_provider_kip714.contract.landing_schema import DATAPOINT_SCHEMA
 from airflow_provider_kip714.decoding import native as otlp_native
 from airflow_provider_kip714.decoding.decoder import DecodedBatch, TopicRecord, decode_batch
 
@@ -39,6 +41,7 @@ def both(records: list[TopicRecord], monkeypatch: pytest.MonkeyPatch) -> tuple[D
     monkeypatch.delenv(otlp_native.DECODER_ENV, raising=False)
     assert otlp_native.native_available()
     native = decode_batch(records)
+    assert_same_as_landing_form(native, decode_batch(records, dictionary_strings=True))
     monkeypatch.setenv(otlp_native.DECODER_ENV, "python")
     assert not otlp_native.native_available()
     reference = decode_batch(records)
@@ -46,15 +49,24 @@ def both(records: list[TopicRecord], monkeypatch: pytest.MonkeyPatch) -> tuple[D
     return native, reference
 
 
-def assert_same(native: DecodedBatch, reference: DecodedBatch) -> None:
-    assert native.failures == reference.failures
-    assert native.points_per_record == reference.points_per_record
+def assert_same(native: DecodedBatch, reference: DecodedBatch, *, counts: bool = True) -> None:
+    if counts:
+        assert native.failures == reference.failures
+        assert native.points_per_record == reference.points_per_record
     assert native.datapoints.schema == reference.datapoints.schema
     assert native.datapoints.num_rows == reference.datapoints.num_rows
     for name in reference.datapoints.schema.names:
         left = native.datapoints.column(name).to_pylist()
         right = reference.datapoints.column(name).to_pylist()
         assert _nan_safe(left) == _nan_safe(right), name
+
+
+def assert_same_as_landing_form(native: DecodedBatch, landing: DecodedBatch) -> None:
+    """What landing writes (string columns possibly dictionary-encoded) holds the same values."""
+    assert landing.failures == native.failures
+    assert landing.points_per_record == native.points_per_record
+    assert landing.datapoints.schema.names == DATAPOINT_SCHEMA.names
+    assert_same(native, DecodedBatch(landing.datapoints.cast(DATAPOINT_SCHEMA)), counts=False)
 
 
 def _nan_safe(values: list) -> list:
@@ -249,3 +261,19 @@ def test_float_rendering_matches_python_repr():
     for number in doubles:
         expected = "nan" if math.isnan(number) else repr(number)
         assert kip714_native.python_float_repr(number) == expected, number
+
+
+def test_landing_form_keeps_dictionaries_with_null_labels(monkeypatch):
+    """Broker records have no client labels: null codes in the dictionary columns, same values."""
+    good = producer_like_payload(4)
+    records = records_of([good, good])
+    records += [
+        TopicRecord("_client_telemetry", 3, 300 + node, RECORD_TS_MS, None, broker_headers(node), good)
+        for node in (1, 2)
+    ]
+    native, reference = both(records, monkeypatch)
+    assert_same(native, reference)
+    landing = decode_batch(records, dictionary_strings=True).datapoints
+    client_ids = landing.column("client_id")
+    assert pa.types.is_dictionary(client_ids.type)
+    assert client_ids.null_count == 8 and client_ids.to_pylist()[:4] == ["orders-1"] * 4
