@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Final
+from typing import Final
 
 from confluent_kafka import Consumer, TopicPartition
 
@@ -60,15 +60,14 @@ def plan_partitions(
     consumer: Consumer,
     zone: LandingZone,
     bounds: RunBounds,
-    base_config: dict[str, Any],
+    partitions: list[int],
     next_offsets: dict[int, int],
     topic_id: str,
     *,
     accept_new_topic_id: bool,
 ) -> LandingPlan:
-    """Read partitions and watermarks, reconcile the topic id, and assign each partition its start."""
+    """Read watermarks, reconcile the topic id, and assign each of ``partitions`` its start."""
     topic, timeout = bounds.topic, bounds.metadata_timeout_s
-    partitions = reader.partitions_of(consumer, topic, timeout, str(base_config.get("bootstrap.servers")))
     marks = reader.watermarks(consumer, topic, partitions, timeout)
     next_offsets, archived = reconcile(
         zone, topic_id, next_offsets, marks, accept_new_topic_id=accept_new_topic_id

@@ -20,6 +20,7 @@ import logging
 import math
 import time
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final, Literal
 
@@ -196,8 +197,16 @@ def _unreachable(config: Mapping[str, Any], timeout_s: float, detail: str) -> st
     return f"bootstrap.servers: no broker of {servers} answered within {timeout_s:g} s ({detail})"
 
 
-def describe_topic_id(base: Mapping[str, Any], topic: str, timeout_s: float) -> str:
-    """The topic's Kafka id (changes when a topic is deleted and recreated under the same name)."""
+@dataclass(frozen=True)
+class TopicIdentity:
+    """A topic's Kafka id (new when it is deleted and recreated under the same name) and partitions."""
+
+    topic_id: str
+    partitions: list[int]
+
+
+def describe_topic(base: Mapping[str, Any], topic: str, timeout_s: float) -> TopicIdentity:
+    """The topic's id and partitions, in one request a landing run makes before any consumer exists."""
     config = {k: v for k, v in base.items() if k in _ADMIN_KEYS or k.startswith(_ADMIN_PREFIXES)}
     config.setdefault("logger", LIBRDKAFKA_LOG)
     admin = AdminClient(config)
@@ -211,7 +220,12 @@ def describe_topic_id(base: Mapping[str, Any], topic: str, timeout_s: float) -> 
         raise TopicReadError(describe_error(topic, error)) from None
     except TimeoutError:
         raise TopicReadError(_unreachable(base, timeout_s, "timed out")) from None
-    return str(description.topic_id)
+    return TopicIdentity(str(description.topic_id), sorted(info.id for info in description.partitions))
+
+
+def describe_topic_id(base: Mapping[str, Any], topic: str, timeout_s: float) -> str:
+    """The topic's Kafka id (changes when a topic is deleted and recreated under the same name)."""
+    return describe_topic(base, topic, timeout_s).topic_id
 
 
 # librdkafka keys an admin client honours (connection and security), taken from a consumer config.
