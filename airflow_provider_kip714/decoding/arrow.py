@@ -64,6 +64,52 @@ def _nanos_or_null(values: Sequence[int], arrow_type: pa.DataType) -> pa.Array:
     return timestamps(np.asarray(values, dtype=np.int64), arrow_type, zero_is_null=True)
 
 
+def _record_level(lineage: Sequence[Sequence[Any]]) -> pa.Table:
+    """Lineage and ``date``/``hour`` per record (a small table, fanned out to points afterwards).
+
+    ``lineage`` holds four per-record sequences: topics, partitions, offsets, timestamps in ms.
+    """
+    schema = DATAPOINT_SCHEMA
+    topics, partitions, offsets, timestamps_ms = lineage
+    timestamps_ms = np.asarray(timestamps_ms, dtype=np.int64)
+    hours, hour_slot = np.unique(timestamps_ms // _MS_PER_HOUR, return_inverse=True)
+    dates_hours = [_date_hour(int(hour)) for hour in hours]
+    record_hour = hour_slot.reshape(-1)
+    return pa.table(
+        {
+            "topic": pa.array(topics, type=pa.string()),
+            "partition": pa.array(partitions, type=pa.int32()),
+            "offset": pa.array(offsets, type=pa.int64()),
+            "record_timestamp": timestamps(timestamps_ms, schema.field("record_timestamp").type),
+            "date": pa.array([date for date, _ in dates_hours], type=pa.string()).take(record_hour),
+            "hour": pa.array([hour for _, hour in dates_hours], type=pa.int32()).take(record_hour),
+        }
+    )
+
+
+def _label_level(label_rows: Sequence[tuple[Any, ...]]) -> pa.Table:
+    """One row per distinct label set."""
+    schema = DATAPOINT_SCHEMA
+    label_columns = _transpose(label_rows, len(LABEL_COLUMNS))
+    return pa.table(
+        {
+            name: pa.array(values, type=schema.field(name).type)
+            for name, values in zip(LABEL_COLUMNS, label_columns, strict=True)
+        }
+    )
+
+
+def _record_and_label_levels(
+    lineage: Sequence[Sequence[Any]],
+    label_slots: Sequence[int],
+    label_rows: Sequence[tuple[Any, ...]],
+    point_record: np.ndarray,
+) -> list[tuple[pa.Table, np.ndarray]]:
+    """The record and label-set levels with each point's row in them."""
+    point_label = np.asarray(label_slots, dtype=np.int64)[point_record]
+    return [(_record_level(lineage), point_record), (_label_level(label_rows), point_label)]
+
+
 def record_arrays(
     records: Sequence[Sequence[Any]],
     label_rows: Sequence[tuple[Any, ...]],
@@ -74,34 +120,12 @@ def record_arrays(
     ``records`` holds five sequences (topics, partitions, offsets, timestamps in ms, label row per
     record); ``point_record`` gives each point's record.
     """
-    schema = DATAPOINT_SCHEMA
-    topics, partitions, offsets, timestamps_ms, label_slots = records
-    timestamps_ms = np.asarray(timestamps_ms, dtype=np.int64)
-    hours, hour_slot = np.unique(timestamps_ms // _MS_PER_HOUR, return_inverse=True)
-    dates_hours = [_date_hour(int(hour)) for hour in hours]
-    record_hour = hour_slot.reshape(-1)
-    point_take = pa.array(point_record, type=pa.int64())
-    lineage = pa.table(
-        {
-            "topic": pa.array(topics, type=pa.string()),
-            "partition": pa.array(partitions, type=pa.int32()),
-            "offset": pa.array(offsets, type=pa.int64()),
-            "record_timestamp": timestamps(timestamps_ms, schema.field("record_timestamp").type),
-            "date": pa.array([dates_hours[slot][0] for slot in record_hour], type=pa.string()),
-            "hour": pa.array([dates_hours[slot][1] for slot in record_hour], type=pa.int32()),
-        }
-    ).take(point_take)
-    label_columns = _transpose(label_rows, len(LABEL_COLUMNS))
-    label_table = pa.table(
-        {
-            name: pa.array(values, type=schema.field(name).type)
-            for name, values in zip(LABEL_COLUMNS, label_columns, strict=True)
-        }
-    ).take(pa.array(np.asarray(label_slots, dtype=np.int64)[point_record], type=pa.int64()))
-    return {
-        **dict(zip(lineage.column_names, lineage.columns, strict=True)),
-        **dict(zip(label_table.column_names, label_table.columns, strict=True)),
-    }
+    *lineage, label_slots = records
+    arrays: dict[str, pa.Array] = {}
+    for level, index in _record_and_label_levels(lineage, label_slots, label_rows, point_record):
+        fanned_out = level.take(pa.array(index, type=pa.int64()))  # one take per level
+        arrays.update(zip(fanned_out.column_names, fanned_out.columns, strict=True))
+    return arrays
 
 
 def _extra_arrays(columns: Columns) -> dict[str, pa.Array]:
@@ -176,38 +200,6 @@ def fan_out(level: pa.Array, index: np.ndarray) -> pa.Array:
     return pa.DictionaryArray.from_arrays(indices, dictionary)
 
 
-def _record_level(lineage: Sequence[Sequence[Any]]) -> pa.Table:
-    """Lineage and ``date``/``hour`` per record (a small table, fanned out to points afterwards)."""
-    schema = DATAPOINT_SCHEMA
-    topics, partitions, offsets, timestamps_ms = lineage
-    timestamps_ms = np.asarray(timestamps_ms, dtype=np.int64)
-    hours, hour_slot = np.unique(timestamps_ms // _MS_PER_HOUR, return_inverse=True)
-    dates_hours = [_date_hour(int(hour)) for hour in hours]
-    record_hour = hour_slot.reshape(-1)
-    return pa.table(
-        {
-            "topic": pa.array(topics, type=pa.string()),
-            "partition": pa.array(partitions, type=pa.int32()),
-            "offset": pa.array(offsets, type=pa.int64()),
-            "record_timestamp": timestamps(timestamps_ms, schema.field("record_timestamp").type),
-            "date": pa.array([date for date, _ in dates_hours], type=pa.string()).take(record_hour),
-            "hour": pa.array([hour for _, hour in dates_hours], type=pa.int32()).take(record_hour),
-        }
-    )
-
-
-def _label_level(label_rows: Sequence[tuple[Any, ...]]) -> pa.Table:
-    """One row per distinct label set."""
-    schema = DATAPOINT_SCHEMA
-    label_columns = _transpose(label_rows, len(LABEL_COLUMNS))
-    return pa.table(
-        {
-            name: pa.array(values, type=schema.field(name).type)
-            for name, values in zip(LABEL_COLUMNS, label_columns, strict=True)
-        }
-    )
-
-
 def native_table(
     lineage: Sequence[Sequence[Any]],
     label_slots: Sequence[int],
@@ -223,11 +215,9 @@ def native_table(
     """
     schema = DATAPOINT_SCHEMA
     point_record = native.point_record
-    point_label = np.asarray(label_slots, dtype=np.int64)[point_record]
     arrays: dict[str, pa.Array] = {}
     for level, index in (
-        (_record_level(lineage), point_record),
-        (_label_level(label_rows), point_label),
+        *_record_and_label_levels(lineage, label_slots, label_rows, point_record),
         (pa.table(native.scopes), native.point_scope),
         (pa.table(native.metrics), native.point_metric),
     ):
