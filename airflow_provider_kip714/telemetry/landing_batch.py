@@ -36,46 +36,23 @@ def _sets_map(header_sets: Sequence[HeaderSet], index: Sequence[int]) -> pa.Arra
     return per_set.take(pa.array(index, type=pa.int32()))
 
 
-def _headers_map(records: Sequence[TopicRecord]) -> pa.Array:
-    """Headers as a map column; each distinct header set (usually one per client) is decoded once."""
-    sets = HeaderSets()
-    index = sets.slots([record.headers for record in records])
-    return _sets_map(sets.sets, index)
+def raw_table(records: Sequence[TopicRecord] | RecordColumns) -> pa.Table:
+    """One row per record, bytes as received (the source of truth and the resume point).
 
-
-def _raw_columns(
-    topics: Sequence[str],
-    partitions: Sequence[int],
-    offsets: Sequence[int],
-    timestamps_ms: Sequence[int],
-    keys: Sequence[bytes | None],
-    headers: pa.Array,
-    values: Sequence[bytes | None],
-) -> pa.Table:
+    Built from columns, each distinct header set's map once (usually one per client).
+    """
+    columns = records if isinstance(records, RecordColumns) else RecordColumns.of(records)
     return pa.Table.from_arrays(
         [
-            pa.array(topics, type=pa.string()),
-            pa.array(partitions, type=pa.int32()),
-            pa.array(offsets, type=pa.int64()),
-            pa.array(timestamps_ms, type=pa.int64()).cast(RAW_SCHEMA.field("timestamp").type),
-            pa.array(keys, type=pa.binary()),
-            headers,
-            pa.array(values, type=pa.binary()),
+            pa.array(columns.topics, type=pa.string()),
+            pa.array(columns.partitions, type=pa.int32()),
+            pa.array(columns.offsets, type=pa.int64()),
+            pa.array(columns.timestamps_ms, type=pa.int64()).cast(RAW_SCHEMA.field("timestamp").type),
+            pa.array(columns.keys, type=pa.binary()),
+            _sets_map(columns.header_sets, columns.header_index),
+            pa.array(columns.values, type=pa.binary()),
         ],
         schema=RAW_SCHEMA,
-    )
-
-
-def raw_table(records: Sequence[TopicRecord]) -> pa.Table:
-    """One row per record, bytes as received (the source of truth and the resume point)."""
-    return _raw_columns(
-        [r.topic for r in records],
-        [r.partition for r in records],
-        [r.offset for r in records],
-        [r.timestamp_ms for r in records],
-        [r.key for r in records],
-        _headers_map(records),
-        [r.value for r in records],
     )
 
 
@@ -101,17 +78,15 @@ def stage_records(
     fsync: bool,
     value_format: ValueFormat,
     records: Sequence[TopicRecord] | RecordColumns,
-    raw: pa.Table | None = None,
 ) -> StagedChunk:
-    """Decode one partition's consecutive records and write them as a staged chunk (thread-safe);
-    ``raw`` is their raw table if the caller has it already."""
+    """Decode one partition's consecutive records and write them as a staged chunk (thread-safe)."""
     zone = LandingZone(zone_root, topic, fsync=fsync)
     columns = records if isinstance(records, RecordColumns) else RecordColumns.of(records)
     chunk = ChunkId(columns.partitions[0], columns.offsets[0], columns.offsets[-1])
     decoded = decode_batch(columns, value_format, dictionary_strings=True)
     return zone.stage(
         chunk,
-        raw_table([columns.record(index) for index in range(len(columns))]) if raw is None else raw,
+        raw_table(columns),
         decoded.datapoints,
         quarantine_table([columns.record(index) for index, _ in decoded.failures], decoded.failures),
         points=decoded.datapoints.num_rows,
@@ -166,19 +141,6 @@ class PartitionBatch:
         self.keys.append(key)
         self.values.append(value)
 
-    def raw_table(self) -> pa.Table:
-        """``raw_table(self.records())``, built from the columns (no per-record Python work)."""
-        count = len(self.offsets)
-        return _raw_columns(
-            [self.topic] * count,
-            [self.partition] * count,
-            self.offsets,
-            self.timestamps,
-            self.keys,
-            _sets_map(self.header_sets, self.header_index),
-            self.values,
-        )
-
     def columns(self) -> RecordColumns:
         """The batch as the decoders read it (the lists themselves, not copies)."""
         count = len(self.offsets)
@@ -207,4 +169,4 @@ def stage_batch(
     zone_root: str, topic: str, fsync: bool, value_format: ValueFormat, batch: PartitionBatch
 ) -> StagedChunk:
     """``stage_records`` for a ``PartitionBatch`` (what the landing run hands to staging threads)."""
-    return stage_records(zone_root, topic, fsync, value_format, batch.columns(), batch.raw_table())
+    return stage_records(zone_root, topic, fsync, value_format, batch.columns())

@@ -223,11 +223,6 @@ def describe_topic(base: Mapping[str, Any], topic: str, timeout_s: float) -> Top
     return TopicIdentity(str(description.topic_id), sorted(info.id for info in description.partitions))
 
 
-def describe_topic_id(base: Mapping[str, Any], topic: str, timeout_s: float) -> str:
-    """The topic's Kafka id (changes when a topic is deleted and recreated under the same name)."""
-    return describe_topic(base, topic, timeout_s).topic_id
-
-
 # librdkafka keys an admin client honours (connection and security), taken from a consumer config.
 _ADMIN_KEYS: Final = frozenset({"bootstrap.servers", "client.id", "client.dns.lookup", "socket.timeout.ms"})
 _ADMIN_PREFIXES: Final = ("security.", "sasl.", "ssl.", "oauth", "broker.address.")

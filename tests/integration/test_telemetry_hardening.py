@@ -64,7 +64,7 @@ def test_recreated_topic_is_refused_naming_both_ids_then_lands_as_a_new_generati
     with pytest.raises(LandingError) as refused:
         land_topic(config, topic, out, fsync=False, metadata_timeout_s=10)
     message = str(refused.value)
-    new_id = reader.describe_topic_id(config, topic, 10)
+    new_id = reader.describe_topic(config, topic, 10).topic_id
     assert new_id != old_id and old_id in message and new_id in message
     assert "accept_new_topic_id=True" in message and "--accept-recreated-topic" in message
     assert "\n" not in message
@@ -147,7 +147,7 @@ def test_no_read_authorization_fails_the_run_instead_of_spinning(
     deadline = time.monotonic() + 30  # ACLs reach the authorizer through the metadata log
     while time.monotonic() < deadline:
         try:
-            reader.describe_topic_id(alice, topic, 5)
+            reader.describe_topic(alice, topic, 5)
             break
         except reader.TopicReadError:
             time.sleep(0.5)
