@@ -60,7 +60,7 @@ def decode_batch(
                 decoded.datapoints = decoded.datapoints.cast(DATAPOINT_SCHEMA)
             return decoded
         if isinstance(records, RecordColumns):
-            records = [records.record(index) for index in range(len(records))]
+            records = records.records()
         return decode_reference(records, value_format)
     finally:
         if gc_was_enabled:

@@ -61,6 +61,10 @@ class RecordColumns:
     def __len__(self) -> int:
         return len(self.offsets)
 
+    def records(self) -> list[TopicRecord]:
+        """One ``TopicRecord`` per record (headers as their interned tuples)."""
+        return [self.record(index) for index in range(len(self))]
+
     def record(self, index: int) -> TopicRecord:
         return TopicRecord(
             self.topics[index],

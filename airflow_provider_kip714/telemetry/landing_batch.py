@@ -155,15 +155,6 @@ class PartitionBatch:
             self.values,
         )
 
-    def records(self) -> list[TopicRecord]:
-        topic, partition, header_sets = self.topic, self.partition, self.header_sets
-        return [
-            TopicRecord(topic, partition, offset, timestamp, key, header_sets[header], value)
-            for offset, timestamp, key, header, value in zip(
-                self.offsets, self.timestamps, self.keys, self.header_index, self.values, strict=True
-            )
-        ]
-
 
 def stage_batch(
     zone_root: str, topic: str, fsync: bool, value_format: ValueFormat, batch: PartitionBatch

@@ -21,7 +21,7 @@ def test_raw_table_of_a_batch_keeps_every_record_as_received() -> None:
 
     built = raw_table(batch.columns())
 
-    assert built.equals(raw_table(batch.records()))
+    assert built.equals(raw_table(batch.columns().records()))
     assert built.column("topic").to_pylist() == ["telemetry"] * 5
     assert built.column("partition").to_pylist() == [3] * 5
     assert built.column("offset").to_pylist() == [10, 11, 12, 14, 15]

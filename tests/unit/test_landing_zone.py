@@ -187,7 +187,8 @@ def test_partition_batch_keeps_each_header_set_once_and_stages(tmp_path: Path) -
     batch.append(130, T0_MS, None, None, producer_like_payload(4))
     received = batch
     assert len(received.header_sets) == 2  # the client's header set and "no headers"
-    assert received.records()[:30] == [record._replace(headers=tuple(record.headers)) for record in originals]
+    expected = [record._replace(headers=tuple(record.headers)) for record in originals]
+    assert received.columns().records()[:30] == expected
     zone = LandingZone(tmp_path, TOPIC, fsync=False)
     with zone.lock():
         zone.prepare()
