@@ -60,11 +60,14 @@ def decode_fast(columns: RecordColumns) -> DecodedBatch:
     """
     labels = BatchLabels.of_sets(columns.header_sets, columns.header_index)
     failed = record_failures(columns.partitions, columns.offsets, columns.timestamps_ms, labels)
-    values = list(columns.values)  # the extension reads a list
-    if failed:
+    # A failed record is not decoded at all: its header or lineage problem is its reason.
+    if isinstance(columns.values, pa.Array):
+        decoded = native.decode_array(columns.values, skip=list(failed))
+    else:
+        values = list(columns.values)  # the extension reads a list
         for index in failed:
-            values[index] = None  # not decoded at all: its header or lineage problem is its reason
-    decoded = native.decode_values(values)
+            values[index] = None
+        decoded = native.decode_values(values)
     table = native_table(_lineage(columns, failed), labels.slots, labels.label_rows(), decoded)
     points_per_record = decoded.points_per_record.tolist()
     failures = sorted(failed.items())

@@ -70,7 +70,7 @@ def _numbers(buffers: dict[str, bytes], name: str, dtype: type[np.generic]) -> n
     return np.frombuffer(buffers[name], dtype=dtype)
 
 
-def _validity(valid: np.ndarray) -> pa.Buffer | None:
+def validity_bitmap(valid: np.ndarray) -> pa.Buffer | None:
     if valid.all():
         return None
     return pa.py_buffer(np.packbits(valid.view(np.bool_), bitorder="little"))
@@ -81,7 +81,11 @@ def _strings(buffers: dict[str, bytes], name: str) -> pa.Array:
     return pa.Array.from_buffers(
         pa.string(),
         len(valid),
-        [_validity(valid), pa.py_buffer(buffers[f"{name}.offsets"]), pa.py_buffer(buffers[f"{name}.data"])],
+        [
+            validity_bitmap(valid),
+            pa.py_buffer(buffers[f"{name}.offsets"]),
+            pa.py_buffer(buffers[f"{name}.data"]),
+        ],
     )
 
 
@@ -99,7 +103,20 @@ def decode_values(values: list[bytes | None]) -> NativeColumns:
     """Decode record values natively; records the fast path does not take are marked ``FALLBACK``."""
     if kip714_native is None:  # pragma: no cover - see the import
         raise RuntimeError("the kip714_native extension is not installed")
-    buffers: dict[str, bytes] = kip714_native.decode_metrics(values)
+    return _native_columns(kip714_native.decode_metrics(values))
+
+
+def decode_array(values: pa.BinaryArray, skip: list[int]) -> NativeColumns:
+    """``decode_values`` for an Arrow binary array, read in place; records in ``skip`` are not decoded."""
+    if kip714_native is None:  # pragma: no cover - see the import
+        raise RuntimeError("the kip714_native extension is not installed")
+    validity, offsets, data = (None if b is None else memoryview(b).cast("B") for b in values.buffers())
+    return _native_columns(
+        kip714_native.decode_binary(offsets, data, validity, values.offset, len(values), skip)
+    )
+
+
+def _native_columns(buffers: dict[str, bytes]) -> NativeColumns:
     value_int_valid = _numbers(buffers, "value_int.valid", np.uint8)
     monotonic = _numbers(buffers, "is_monotonic", np.uint8)
     points = {
@@ -109,7 +126,7 @@ def decode_values(values: list[bytes | None]) -> NativeColumns:
         "value_int": pa.Array.from_buffers(
             pa.int64(),
             len(value_int_valid),
-            [_validity(value_int_valid), pa.py_buffer(buffers["value_int"])],
+            [validity_bitmap(value_int_valid), pa.py_buffer(buffers["value_int"])],
         ),
         "flags": pa.array(_numbers(buffers, "flags", np.int32)),
         "attributes": _string_map(buffers, "attributes"),
@@ -139,4 +156,4 @@ def decode_values(values: list[bytes | None]) -> NativeColumns:
     )
 
 
-__all__ = ["DECODER_ENV", "FALLBACK", "NativeColumns", "decode_values", "native_available"]
+__all__ = ["DECODER_ENV", "FALLBACK", "NativeColumns", "decode_array", "decode_values", "native_available"]

@@ -36,19 +36,20 @@ class TopicRecord(NamedTuple):
 class RecordColumns:
     """Records as columns, each distinct header set once: the form the decoders read.
 
-    Landing builds it straight from what it consumed (``PartitionBatch``), so a staging thread does
-    no per-record Python work before the native decoder; ``of`` builds it from ``TopicRecord``s.
-    ``header_index[i]`` is record i's position in ``header_sets``.
+    Landing builds it straight from what it consumed (``PartitionBatch``, or the native reader's
+    chunks, whose keys and values are Arrow binary arrays over the consumed bytes), so a staging
+    thread does no per-record Python work before the native decoder; ``of`` builds it from
+    ``TopicRecord``s. ``header_index[i]`` is record i's position in ``header_sets``.
     """
 
     topics: Sequence[str]
     partitions: Sequence[int]
     offsets: Sequence[int]
     timestamps_ms: Sequence[int]
-    keys: Sequence[bytes | None]
+    keys: Sequence[bytes | None] | pa.BinaryArray
     header_sets: Sequence[HeaderSet]
     header_index: Sequence[int]
-    values: Sequence[bytes | None]
+    values: Sequence[bytes | None] | pa.BinaryArray
 
     @classmethod
     def of(cls, records: Sequence[TopicRecord]) -> RecordColumns:
@@ -71,10 +72,14 @@ class RecordColumns:
             self.partitions[index],
             self.offsets[index],
             self.timestamps_ms[index],
-            self.keys[index],
+            _item(self.keys, index),
             self.header_sets[self.header_index[index]],
-            self.values[index],
+            _item(self.values, index),
         )
+
+
+def _item(column: Sequence[bytes | None] | pa.BinaryArray, index: int) -> bytes | None:
+    return column[index].as_py() if isinstance(column, pa.Array) else column[index]
 
 
 @dataclass

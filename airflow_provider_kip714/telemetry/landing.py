@@ -1,7 +1,8 @@
 """Land the telemetry topic into the Parquet landing zone, exactly once, using both cores on backlogs.
 
-The calling thread consumes (through ``reader``: partitions assigned explicitly, no group offsets,
-no silent offset reset, fatal errors stop the run) and cuts the stream into per-partition chunks;
+The calling thread consumes (``landing_fetch``'s native reader, or confluent-kafka's consumer; both
+follow ``reader``: partitions assigned explicitly, no group offsets, no silent offset reset, fatal
+errors stop the run) and cuts the stream into per-partition chunks;
 decoding and Parquet writing of a chunk run on a staging thread (``landing_batch.stage_batch``; the
 native decoder and pyarrow's writer release the GIL), which leaves temp files; the calling thread
 commits chunks strictly in the order it cut them, so a partition's landed offsets never have holes.
@@ -22,12 +23,13 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Final
 
-from confluent_kafka import Consumer, Message
+from confluent_kafka import Consumer
 
 from airflow_provider_kip714.decoding.decoder import VALUE_FORMATS, ValueFormat
 from airflow_provider_kip714.exceptions import LandingError
 from airflow_provider_kip714.telemetry import reader
 from airflow_provider_kip714.telemetry.landing_batch import PartitionBatch, stage_batch, stage_records
+from airflow_provider_kip714.telemetry.landing_fetch import CONSUME_BATCH, Chunk, ChunkReader, open_reader
 from airflow_provider_kip714.telemetry.landing_plan import (
     UNTIL_SETTLE_S,
     LandingPlan,
@@ -39,6 +41,7 @@ from airflow_provider_kip714.telemetry.landing_plan import (
 from airflow_provider_kip714.telemetry.landing_zone import LandingZone, StagedChunk
 
 __all__ = [
+    "CONSUME_BATCH",
     "LandingResult",
     "PartitionBatch",
     "TopicLander",
@@ -51,11 +54,6 @@ log = logging.getLogger(__name__)
 
 DEFAULT_CHUNK_RECORDS: Final = 5_000  # per partition
 DEFAULT_CHUNK_INTERVAL_S: Final = 5.0
-# Messages per consume() call. Small batches cost much less CPU per record than large ones (measured
-# with bench_landing.py: 2,000 -> 100 took landing from ~2.3 to ~1.6 CPU s per 100,000 records, the
-# consuming thread from ~0.95 to ~0.38 s, and the bare floor loop from ~0.7 to ~0.25 s), and each call
-# releases the GIL while it waits, so staging threads get it without waiting out a switch interval.
-CONSUME_BATCH: Final = 100
 # Consumer tuning for backlogs (a connection may set its own values).
 LANDING_TUNING: Final = {"fetch.max.bytes": 64 * 1024 * 1024, "queued.max.messages.kbytes": 262144}
 
@@ -190,9 +188,18 @@ class TopicLander:
             # no DESCRIBE), before a consumer exists. Its partitions spare the consumer a metadata
             # request before its first (measured: ~55 ms of a run's set-up on a local broker).
             identity = reader.describe_topic(self.base_config, self.topic, self.metadata_timeout_s)
+            # The consumer serves metadata requests (watermarks, offsets for times); the chunk reader
+            # consumes: the native one, or the Python one on this same consumer.
             consumer = Consumer(self.consumer_config)
             try:
-                return self._run(consumer, next_offsets, identity)
+                chunk_reader = open_reader(
+                    consumer, self.consumer_config, self.topic, self.policy, self.chunk_records
+                )
+                try:
+                    return self._run(consumer, chunk_reader, next_offsets, identity)
+                finally:
+                    self.policy.silence()
+                    chunk_reader.close()
             finally:
                 self.policy.silence()
                 consumer.close()
@@ -220,6 +227,7 @@ class TopicLander:
     def _start(
         self,
         consumer: Consumer,
+        chunk_reader: ChunkReader,
         next_offsets: dict[int, int],
         partitions: list[int],
         result: LandingResult,
@@ -234,18 +242,23 @@ class TopicLander:
             result.topic_id,
             accept_new_topic_id=self.accept_new_topic_id,
         )
+        chunk_reader.assign(self._plan.starts)
         result.skipped_by_retention = self._plan.skipped_by_retention
         result.archived_generation = self._plan.archived_generation
 
     def _run(
-        self, consumer: Consumer, next_offsets: dict[int, int], identity: reader.TopicIdentity
+        self,
+        consumer: Consumer,
+        chunk_reader: ChunkReader,
+        next_offsets: dict[int, int],
+        identity: reader.TopicIdentity,
     ) -> LandingResult:
         started = time.monotonic()
         result = LandingResult(topic=self.topic, out_dir=str(self.zone.root), topic_id=identity.topic_id)
-        self._start(consumer, next_offsets, identity.partitions, result)
+        self._start(consumer, chunk_reader, next_offsets, identity.partitions, result)
         deadline = None if self.timeout_s is None else started + self.timeout_s
         until_s = None if self.until is None else self.until.timestamp() + UNTIL_SETTLE_S
-        buffers: dict[int, PartitionBatch] = {}
+        until_ms = None if self.until is None else int(self.until.timestamp() * 1000)
         buffered = taken = 0
         in_flight: collections.deque[Future[StagedChunk]] = collections.deque()
         max_in_flight = max(2, 2 * self.workers)
@@ -254,15 +267,16 @@ class TopicLander:
         executor = self._make_executor()
         try:
             while not (stop_reason := self._stop_reason(taken, deadline)):
-                messages = consumer.consume(num_messages=CONSUME_BATCH, timeout=0.2)
-                self.policy.raise_pending()
+                limit = None if self.max_records is None else self.max_records - taken
+                consumed, accepted, full_batches = chunk_reader.fetch(self._plan, until_ms, limit)
+                if accepted:
+                    self.policy.progress()
                 if until_s is not None and time.time() >= until_s:
                     close_open_partitions(consumer, self.bounds, self._plan)
+                    drop_partitions_at_end(chunk_reader.positions, self._plan)
                     until_s = None
-                if not messages:
-                    drop_partitions_at_end(consumer, self.topic, self._plan)
-                limit = None if self.max_records is None else self.max_records - taken
-                accepted, full_batches = self._accept(messages, buffers, limit)
+                if not consumed:
+                    drop_partitions_at_end(chunk_reader.positions, self._plan)
                 taken += accepted
                 buffered += accepted
                 for batch in full_batches:
@@ -270,7 +284,7 @@ class TopicLander:
                     buffered -= len(batch)
                 now = time.monotonic()
                 if buffered and now - last_flush >= self.chunk_interval_s:
-                    self._flush(buffers, executor, in_flight)
+                    self._flush(chunk_reader, executor, in_flight)
                     buffered = 0
                     last_flush = now
                 self._commit_ready(in_flight, result, block=len(in_flight) > max_in_flight)
@@ -278,7 +292,7 @@ class TopicLander:
                     self._log_progress(result, started, buffered)
                     last_progress = now
             if buffered:
-                self._flush(buffers, executor, in_flight)
+                self._flush(chunk_reader, executor, in_flight)
             while in_flight:
                 self._commit_ready(in_flight, result, block=True)
         except BaseException:
@@ -293,61 +307,8 @@ class TopicLander:
         self._log_progress(result, started, 0, final=True)
         return result
 
-    def _accept(
-        self,
-        messages: list[Message],
-        buffers: dict[int, PartitionBatch],
-        limit: int | None,
-    ) -> tuple[int, list[PartitionBatch]]:
-        """Buffer the consumed messages this run must land (at most ``limit``).
-
-        Returns how many were buffered and the batches that reached ``chunk_records`` (taken out of
-        ``buffers``, in the order they filled). One call per consumed batch with everything in
-        locals: the per-message Python work is what the main process spends its CPU on.
-        """
-        accepted = 0
-        full: list[PartitionBatch] = []
-        chunk_records = self.chunk_records
-        plan, pending = self._plan.progress, self._plan.pending
-        until_ms = None if self.until is None else int(self.until.timestamp() * 1000)
-        for message in messages:
-            error = message.error()
-            if error is not None:
-                self.policy.check(error)
-                continue
-            partition = message.partition()
-            offset = message.offset()
-            end_offset = plan[partition].end_offset
-            if end_offset is not None and offset >= end_offset - 1:
-                pending.discard(partition)
-                if offset >= end_offset:
-                    continue
-            timestamp_ms = message.timestamp()[1]
-            if until_ms is not None and end_offset is None and timestamp_ms >= until_ms:
-                plan[partition].end_offset = offset  # the first record at or after `until`
-                pending.discard(partition)
-                continue
-            batch = buffers.get(partition)
-            if batch is None:
-                batch = buffers[partition] = PartitionBatch(self.topic, partition)
-            batch.append(
-                offset,
-                timestamp_ms if timestamp_ms > 0 else 0,
-                message.key(),
-                message.headers(),
-                message.value(),
-            )
-            accepted += 1
-            if len(batch.offsets) >= chunk_records:
-                full.append(buffers.pop(partition))
-            if limit is not None and accepted >= limit:
-                break
-        if accepted:
-            self.policy.progress()
-        return accepted, full
-
     def _submit(
-        self, batch: PartitionBatch, executor: Executor, in_flight: collections.deque[Future[StagedChunk]]
+        self, batch: Chunk, executor: Executor, in_flight: collections.deque[Future[StagedChunk]]
     ) -> None:
         in_flight.append(
             executor.submit(
@@ -357,14 +318,12 @@ class TopicLander:
 
     def _flush(
         self,
-        buffers: dict[int, PartitionBatch],
+        chunk_reader: ChunkReader,
         executor: Executor,
         in_flight: collections.deque[Future[StagedChunk]],
     ) -> None:
-        for partition in sorted(buffers):
-            if len(buffers[partition]):
-                self._submit(buffers[partition], executor, in_flight)
-        buffers.clear()
+        for chunk in chunk_reader.take_all():
+            self._submit(chunk, executor, in_flight)
 
     def _commit_ready(
         self, in_flight: collections.deque[Future[StagedChunk]], result: LandingResult, *, block: bool

@@ -1,7 +1,8 @@
 """What one landing chunk is made of: a partition's records in compact columns, and their tables.
 
-``PartitionBatch`` is what the consuming thread fills (per-message work kept minimal); ``stage_batch``
-runs on a staging thread: decode, build the raw and quarantine tables, write temp files.
+A chunk is what the consuming thread cuts: a ``NativeChunk`` (the native reader's buffers) or a
+``PartitionBatch`` (the Python reader's lists). ``stage_batch`` runs on a staging thread: decode,
+build the raw and quarantine tables, write temp files.
 """
 
 from __future__ import annotations
@@ -9,11 +10,13 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
+import numpy as np
 import pyarrow as pa
 
 from airflow_provider_kip714.contract.landing_schema import QUARANTINE_SCHEMA, RAW_SCHEMA, STRING_MAP
 from airflow_provider_kip714.decoding.decoder import RecordColumns, TopicRecord, ValueFormat, decode_batch
 from airflow_provider_kip714.decoding.header_sets import HeaderSet, HeaderSets
+from airflow_provider_kip714.decoding.native import validity_bitmap
 from airflow_provider_kip714.telemetry.landing_zone import ChunkId, LandingZone, StagedChunk
 
 
@@ -36,6 +39,10 @@ def _sets_map(header_sets: Sequence[HeaderSet], index: Sequence[int]) -> pa.Arra
     return per_set.take(pa.array(index, type=pa.int32()))
 
 
+def _binary(column: Sequence[bytes | None] | pa.BinaryArray) -> pa.Array:
+    return column if isinstance(column, pa.Array) else pa.array(column, type=pa.binary())
+
+
 def raw_table(records: Sequence[TopicRecord] | RecordColumns) -> pa.Table:
     """One row per record, bytes as received (the source of truth and the resume point).
 
@@ -48,9 +55,9 @@ def raw_table(records: Sequence[TopicRecord] | RecordColumns) -> pa.Table:
             pa.array(columns.partitions, type=pa.int32()),
             pa.array(columns.offsets, type=pa.int64()),
             pa.array(columns.timestamps_ms, type=pa.int64()).cast(RAW_SCHEMA.field("timestamp").type),
-            pa.array(columns.keys, type=pa.binary()),
+            _binary(columns.keys),
             _sets_map(columns.header_sets, columns.header_index),
-            pa.array(columns.values, type=pa.binary()),
+            _binary(columns.values),
         ],
         schema=RAW_SCHEMA,
     )
@@ -156,8 +163,59 @@ class PartitionBatch:
         )
 
 
+class NativeChunk:
+    """One partition's consecutive records as the native reader (``kip714_native.TopicReader``) cut them.
+
+    Numbers and bytes stay in the buffers the reader filled: keys and values become Arrow binary
+    arrays over them, read in place by the decoder and the raw table's writer.
+    """
+
+    __slots__ = ("_buffers", "partition", "topic")
+
+    def __init__(self, topic: str, buffers: dict[str, object]) -> None:
+        self.topic = topic
+        self.partition: int = buffers["partition"]  # type: ignore[assignment]
+        self._buffers = buffers
+
+    def __len__(self) -> int:
+        return len(self._buffers["offsets"]) // 8  # type: ignore[arg-type]
+
+    def _numbers(self, name: str, dtype: type[np.generic]) -> list[int]:
+        return np.frombuffer(self._buffers[name], dtype=dtype).tolist()  # type: ignore[arg-type]
+
+    def _binary(self, name: str) -> pa.BinaryArray:
+        buffers = self._buffers
+        valid = np.frombuffer(buffers[f"{name}.valid"], dtype=np.uint8)  # type: ignore[arg-type]
+        return pa.Array.from_buffers(
+            pa.binary(),
+            len(valid),
+            [
+                validity_bitmap(valid),
+                pa.py_buffer(buffers[f"{name}.offsets"]),
+                pa.py_buffer(buffers[f"{name}.data"]),
+            ],
+        )
+
+    def columns(self) -> RecordColumns:
+        count = len(self)
+        return RecordColumns(
+            [self.topic] * count,
+            [self.partition] * count,
+            self._numbers("offsets", np.int64),
+            self._numbers("timestamps", np.int64),
+            self._binary("keys"),
+            self._buffers["header_sets"],  # type: ignore[arg-type]
+            self._numbers("header_index", np.int32),
+            self._binary("values"),
+        )
+
+
 def stage_batch(
-    zone_root: str, topic: str, fsync: bool, value_format: ValueFormat, batch: PartitionBatch
+    zone_root: str,
+    topic: str,
+    fsync: bool,
+    value_format: ValueFormat,
+    batch: PartitionBatch | NativeChunk,
 ) -> StagedChunk:
-    """``stage_records`` for a ``PartitionBatch`` (what the landing run hands to staging threads)."""
+    """``stage_records`` for a chunk (what the landing run hands to staging threads)."""
     return stage_records(zone_root, topic, fsync, value_format, batch.columns())

@@ -12,11 +12,12 @@ offset, so an idle run also ends partitions whose consumer position has passed t
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Final
 
-from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka import Consumer
 
 from airflow_provider_kip714.telemetry import reader
 from airflow_provider_kip714.telemetry.landing_zone import LandingZone
@@ -66,7 +67,7 @@ def plan_partitions(
     *,
     accept_new_topic_id: bool,
 ) -> LandingPlan:
-    """Read watermarks, reconcile the topic id, and assign each of ``partitions`` its start."""
+    """Read watermarks, reconcile the topic id, plan each of ``partitions``' start (the caller assigns)."""
     topic, timeout = bounds.topic, bounds.metadata_timeout_s
     marks = reader.watermarks(consumer, topic, partitions, timeout)
     next_offsets, archived = reconcile(
@@ -96,7 +97,6 @@ def plan_partitions(
         plan.progress[partition] = PartitionProgress(end_offset=end)
         if end is None or start < end:
             plan.starts[partition] = start
-    reader.assign(consumer, topic, plan.starts)
     plan.pending = set(plan.starts)
     log.info(
         "landing %s (topic id %s) -> %s: %d partitions, %d assigned, %s",
@@ -131,18 +131,16 @@ def close_open_partitions(consumer: Consumer, bounds: RunBounds, plan: LandingPl
         plan.progress[partition].end_offset = (
             found[partition] if found[partition] >= 0 else marks[partition][1]
         )
-    drop_partitions_at_end(consumer, topic, plan)
 
 
-def drop_partitions_at_end(consumer: Consumer, topic: str, plan: LandingPlan) -> None:
+def drop_partitions_at_end(positions: Callable[[list[int]], Mapping[int, int]], plan: LandingPlan) -> None:
     """A partition whose last offsets are transaction markers or compacted away never delivers
-    offset end-1; its consumer position still passes the end, so check positions when idle."""
+    offset end-1; its consumer position still passes the end, so check ``positions`` when idle."""
     if not plan.pending:
         return
-    positions = consumer.position([TopicPartition(topic, p) for p in plan.pending])
-    for position in positions:
-        end_offset = plan.progress[position.partition].end_offset
+    for partition, position in positions(sorted(plan.pending)).items():
+        end_offset = plan.progress[partition].end_offset
         # nothing fetched yet (an idle partition): the position is unset, the start offset holds
-        offset = position.offset if position.offset >= 0 else plan.starts[position.partition]
+        offset = position if position >= 0 else plan.starts[partition]
         if end_offset is not None and offset >= end_offset:
-            plan.pending.discard(position.partition)
+            plan.pending.discard(partition)

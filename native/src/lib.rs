@@ -21,4 +21,8 @@ pub use decode::{decode_values, Columns};
 pub use text::python_float_repr;
 
 #[cfg(feature = "python")]
+mod librdkafka;
+#[cfg(feature = "python")]
 mod python;
+#[cfg(feature = "python")]
+mod reader;

@@ -1,5 +1,7 @@
 //! The Python module `kip714_native`: column buffers as a dict of bytes.
 
+use pyo3::buffer::PyBuffer;
+use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
 
@@ -47,6 +49,67 @@ fn decode_metrics<'py>(
         .map(|item| item.as_ref().map(|bytes| bytes.as_bytes(py)))
         .collect();
     let columns = py.allow_threads(|| crate::decode::decode_values(&slices));
+    columns_dict(py, &columns)
+}
+
+fn contiguous<'a>(py: Python<'a>, buffer: &'a PyBuffer<u8>, name: &str) -> PyResult<&'a [u8]> {
+    let cells = buffer
+        .as_slice(py)
+        .ok_or_else(|| PyValueError::new_err(format!("{name}: must be a contiguous buffer")))?;
+    // SAFETY: ReadOnlyCell<u8> is a transparent wrapper of u8; the exporter keeps the memory alive
+    // and unchanged while `buffer` is held (Arrow buffers are immutable).
+    Ok(unsafe { std::slice::from_raw_parts(cells.as_ptr().cast::<u8>(), cells.len()) })
+}
+
+/// Decode an Arrow binary column given as its buffers (what landing's native reader hands over).
+///
+/// `offsets` has `offset + length + 1` little-endian int32 entries into `data`; `validity` is Arrow's bitmap or
+/// None; records listed in `skip` are not decoded (they fail earlier, on headers or lineage).
+#[pyfunction]
+#[pyo3(signature = (offsets, data, validity, offset, length, skip))]
+fn decode_binary<'py>(
+    py: Python<'py>,
+    offsets: PyBuffer<u8>,
+    data: PyBuffer<u8>,
+    validity: Option<PyBuffer<u8>>,
+    offset: usize,
+    length: usize,
+    skip: Vec<usize>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let offsets = contiguous(py, &offsets, "offsets")?;
+    let data = contiguous(py, &data, "data")?;
+    let validity = match &validity {
+        Some(bitmap) => Some(contiguous(py, bitmap, "validity")?),
+        None => None,
+    };
+    let offset_at = |index: usize| {
+        i32::from_le_bytes(offsets[4 * index..4 * index + 4].try_into().expect("4 bytes")) as usize
+    };
+    if offsets.len() < 4 * (offset + length + 1) || validity.is_some_and(|bits| bits.len() * 8 < offset + length) {
+        return Err(PyValueError::new_err("offsets/validity: shorter than the column"));
+    }
+    let mut slices: Vec<Option<&[u8]>> = Vec::with_capacity(length);
+    for index in offset..offset + length {
+        let valid = validity.is_none_or(|bits| bits[index / 8] >> (index % 8) & 1 == 1);
+        let (start, end) = (offset_at(index), offset_at(index + 1));
+        if !valid {
+            slices.push(None);
+        } else if start > end || end > data.len() {
+            return Err(PyValueError::new_err("offsets: outside the data buffer"));
+        } else {
+            slices.push(Some(&data[start..end]));
+        }
+    }
+    for index in skip {
+        if let Some(slot) = slices.get_mut(index) {
+            *slot = None;
+        }
+    }
+    let columns = py.allow_threads(|| crate::decode::decode_values(&slices));
+    columns_dict(py, &columns)
+}
+
+fn columns_dict<'py>(py: Python<'py>, columns: &crate::decode::Columns) -> PyResult<Bound<'py, PyDict>> {
     let dict = PyDict::new(py);
     put(&dict, "status", &columns.status)?;
     put(
@@ -86,7 +149,9 @@ fn python_float_repr(number: f64) -> String {
 #[pymodule]
 fn kip714_native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(decode_metrics, module)?)?;
+    module.add_function(wrap_pyfunction!(decode_binary, module)?)?;
     module.add_function(wrap_pyfunction!(python_float_repr, module)?)?;
+    module.add_class::<crate::reader::TopicReader>()?;
     module.add("FORMAT_VERSION", 1)?;
     Ok(())
 }

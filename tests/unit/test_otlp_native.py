@@ -277,3 +277,44 @@ def test_landing_form_keeps_dictionaries_with_null_labels(monkeypatch):
     client_ids = landing.column("client_id")
     assert pa.types.is_dictionary(client_ids.type)
     assert client_ids.null_count == 8 and client_ids.to_pylist()[:4] == ["orders-1"] * 4
+
+
+def _buffers_equal(left: dict[str, bytes], right: dict[str, bytes]) -> None:
+    assert left.keys() == right.keys()
+    for name in left:
+        assert left[name] == right[name], name
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_an_arrow_column_decodes_as_the_same_list(seed):
+    """``decode_binary`` (landing's native reader chunks) reads an Arrow column in place, slices and
+    nulls included, and gives the very buffers ``decode_metrics`` gives for the same values."""
+    rng = random.Random(seed)
+    values: list[bytes | None] = [random_payload(rng, simple_only=False) for _ in range(30)]
+    values[3] = None
+    values[7] = b""
+    values[11] = b"\x01\x02 not protobuf"
+    column = pa.array([b"x", *values, b"y"], type=pa.binary()).slice(1, len(values))
+    skip = [0, 5]
+    expected = [None if index in skip else value for index, value in enumerate(values)]
+
+    _buffers_equal(
+        kip714_native.decode_binary(*_binary_buffers(column), column.offset, len(column), skip),
+        kip714_native.decode_metrics(expected),
+    )
+    decoded = otlp_native.decode_array(column, skip=skip)
+    assert decoded.status.tolist() == otlp_native.decode_values(expected).status.tolist()
+
+
+def _binary_buffers(column: pa.Array) -> tuple[memoryview, memoryview, memoryview | None]:
+    validity, offsets, data = (None if b is None else memoryview(b).cast("B") for b in column.buffers())
+    return offsets, data, validity
+
+
+def test_decode_binary_refuses_offsets_outside_the_data():
+    column = pa.array([b"abc", b"de"], type=pa.binary())
+    offsets, data, validity = _binary_buffers(column)
+    with pytest.raises(ValueError, match="offsets"):
+        kip714_native.decode_binary(offsets, memoryview(b"ab"), validity, 0, 2, [])
+    with pytest.raises(ValueError, match="shorter than the column"):
+        kip714_native.decode_binary(offsets, data, validity, 0, 3, [])

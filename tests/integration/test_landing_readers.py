@@ -1,0 +1,147 @@
+"""The native and the Python topic readers land the same files from a real local Kafka.
+
+Landing consumes with ``kip714_native.TopicReader`` by default and falls back to confluent-kafka's
+``Consumer`` (``landing_fetch``); both must land every record exactly as received, whatever its key,
+value and headers, cut chunks and stop at the same places, and quarantine the same records.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from confluent_kafka import Producer
+from kip714_dev.local_kafka.cluster import LocalKafkaCluster
+from telemetry_helpers import client_headers, create_topic, producer_like_payload, read_dir
+
+from airflow_provider_kip714.telemetry import landing_fetch
+from airflow_provider_kip714.telemetry.landing import LandingResult, land_topic
+
+pytestmark = pytest.mark.integration
+
+ODD_HEADERS: list[tuple[str, bytes | None]] = [
+    ("kip714.type", b"client"),
+    ("kip714.note", b"\xff\xfe not utf-8"),
+    ("kip714.empty", b""),
+    ("kip714.null", None),
+]
+
+
+def _produce_every_shape(config: dict[str, Any], topic: str) -> int:
+    """Records with every key, value and header shape a client can send; returns how many."""
+    producer = Producer({**config, "enable.metrics.push": False, "linger.ms": 5})
+    shapes: list[tuple[bytes | None, bytes | None, list[tuple[str, bytes | None]] | None]] = [
+        (b"k", producer_like_payload(3, seed=1), client_headers()),
+        (None, producer_like_payload(2, seed=2), client_headers(client_id="orders-<b>&")),
+        (b"", b"", client_headers()),
+        (b"k", None, client_headers()),
+        (b"k", producer_like_payload(2, seed=3), None),
+        (b"k", producer_like_payload(2, seed=4), ODD_HEADERS),
+        (b"\x00\xff", b"\x01\x02 not protobuf", client_headers(client_id="訂單-🚀")),
+        (
+            b"k",
+            producer_like_payload(4, seed=5),
+            [*client_headers(), ("kip714.dup", b"1"), ("kip714.dup", b"2")],
+        ),
+    ]
+    count = 0
+    for round_ in range(9):
+        for index, (key, value, headers) in enumerate(shapes):
+            producer.produce(topic, value=value, key=key, headers=headers, partition=(round_ + index) % 3)
+            count += 1
+    assert producer.flush(30) == 0
+    return count
+
+
+def _land(config: dict[str, Any], topic: str, out: Path, reader: str, **options: Any) -> LandingResult:
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(landing_fetch.READER_ENV, reader)
+        used: list[str] = []
+        open_reader = landing_fetch.open_reader
+
+        def spy(*args: Any, **kwargs: Any) -> landing_fetch.ChunkReader:
+            chosen = open_reader(*args, **kwargs)
+            used.append(type(chosen).__name__)
+            return chosen
+
+        patch.setattr("airflow_provider_kip714.telemetry.landing.open_reader", spy)
+        result = land_topic(config, topic, out, fsync=False, **options)
+    assert used == [{"native": "NativeReader", "python": "PythonReader"}[reader]]
+    return result
+
+
+def _sorted(table: pa.Table, drop: tuple[str, ...] = ()) -> pa.Table:
+    table = table.drop_columns(list(drop))
+    return table.sort_by([("partition", "ascending"), ("offset", "ascending")])
+
+
+def test_both_readers_land_every_record_shape_identically(
+    kafka_cluster: LocalKafkaCluster, tmp_path: Path
+) -> None:
+    config = kafka_cluster.client_config()
+    topic = create_topic(config, partitions=3)
+    produced = _produce_every_shape(config, topic)
+
+    native = _land(config, topic, tmp_path / "native", "native", chunk_records=5)
+    python = _land(config, topic, tmp_path / "python", "python", chunk_records=5)
+
+    for result in (native, python):
+        assert result.records == produced == 72
+        assert result.stop_reason == "reached the end offsets read at the start"
+    assert (native.points, native.quarantined, native.chunks, native.partitions) == (
+        python.points,
+        python.quarantined,
+        python.chunks,
+        python.partitions,
+    )
+    # empty, null and garbage values, no headers and incomplete headers: 5 shapes x 9 rounds
+    assert native.quarantined == 45
+    assert native.points == 9 * (3 + 2 + 4)
+    raw = _sorted(read_dir(tmp_path / "native" / "raw"))
+    assert raw.equals(_sorted(read_dir(tmp_path / "python" / "raw")))
+    assert raw.num_rows == produced
+    keys = raw.column("key").to_pylist()
+    assert {None, b"", b"\x00\xff", b"k"} <= set(keys)
+    values = raw.column("value").to_pylist()
+    assert values.count(None) == 9 and values.count(b"") == 9
+    headers = raw.column("headers").to_pylist()
+    assert headers.count([]) == 9  # no headers at all
+    assert [
+        ("kip714.type", "client"),
+        ("kip714.note", "\ufffd\ufffd not utf-8"),
+        ("kip714.empty", ""),
+        ("kip714.null", None),
+    ] in headers
+    assert any(("kip714.dup", "1") in h and ("kip714.dup", "2") in h for h in headers)
+
+    datapoints = _sorted(read_dir(tmp_path / "native" / "datapoints"))
+    assert datapoints.equals(_sorted(read_dir(tmp_path / "python" / "datapoints")))
+    assert datapoints.num_rows == native.points
+    assert "orders-<b>&" in datapoints.column("client_id").to_pylist()
+    quarantine = _sorted(read_dir(tmp_path / "native" / "quarantine"), drop=("quarantined_at",))
+    assert quarantine.equals(_sorted(read_dir(tmp_path / "python" / "quarantine"), drop=("quarantined_at",)))
+
+
+@pytest.mark.parametrize("reader", ["native", "python"])
+def test_max_records_stops_mid_batch_and_the_next_run_resumes_exactly(
+    kafka_cluster: LocalKafkaCluster, tmp_path: Path, reader: str
+) -> None:
+    config = kafka_cluster.client_config()
+    topic = create_topic(config, partitions=2)
+    producer = Producer({**config, "enable.metrics.push": False})
+    for index in range(500):
+        producer.produce(
+            topic, producer_like_payload(1, seed=index), headers=client_headers(), partition=index % 2
+        )
+    assert producer.flush(30) == 0
+
+    first = _land(config, topic, tmp_path / "zone", reader, max_records=137, chunk_records=40)
+    rest = _land(config, topic, tmp_path / "zone", reader, chunk_records=40)
+
+    assert first.records == 137 and first.stop_reason == "max_records=137 reached"
+    assert rest.records == 363
+    raw = read_dir(tmp_path / "zone" / "raw")
+    landed = sorted(zip(raw.column("partition").to_pylist(), raw.column("offset").to_pylist(), strict=True))
+    assert landed == sorted((p, o) for p in range(2) for o in range(250))

@@ -1,0 +1,84 @@
+"""Choosing the landing's topic reader: the native one where it can serve the connection's config."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from confluent_kafka import Consumer
+
+from airflow_provider_kip714.telemetry import landing_fetch, reader
+from airflow_provider_kip714.telemetry.landing_fetch import (
+    NativeReader,
+    PythonReader,
+    native_config,
+    open_reader,
+)
+
+
+def test_native_config_renders_librdkafka_properties() -> None:
+    config = {
+        "bootstrap.servers": "127.0.0.1:9092",
+        "enable.auto.commit": False,
+        "fetch.max.bytes": 1024,
+        "socket.timeout.ms": 1500.0,
+        "logger": object(),
+        "error_cb": print,
+    }
+    assert native_config(config) == [
+        ("bootstrap.servers", "127.0.0.1:9092"),
+        ("enable.auto.commit", "false"),
+        ("fetch.max.bytes", "1024"),
+        ("socket.timeout.ms", "1500.0"),
+    ]
+
+
+def test_a_callback_only_confluent_kafka_serves_keeps_the_python_reader() -> None:
+    reason = native_config({"bootstrap.servers": "x", "oauth_cb": lambda _config: ("token", 0.0)})
+    assert reason == "oauth_cb is a function, which only confluent-kafka's client serves"
+
+
+def test_librdkafka_path_is_the_library_confluent_kafka_loaded() -> None:
+    path = landing_fetch.librdkafka_path()
+    assert os.path.isfile(path) and "librdkafka" in os.path.basename(path)
+
+
+def _policy() -> reader.ErrorPolicy:
+    return reader.ErrorPolicy("telemetry")
+
+
+def _consumer() -> Consumer:
+    return Consumer({"bootstrap.servers": "127.0.0.1:1", "group.id": "unit"})
+
+
+def test_open_reader_picks_native_then_python_when_asked(monkeypatch: pytest.MonkeyPatch) -> None:
+    consumer = _consumer()
+    config = {"bootstrap.servers": "127.0.0.1:1", "group.id": "unit", "logger": object()}
+    try:
+        native = open_reader(consumer, config, "telemetry", _policy(), 10)
+        assert isinstance(native, NativeReader)
+        native.close()
+        monkeypatch.setenv(landing_fetch.READER_ENV, "python")
+        assert isinstance(open_reader(consumer, config, "telemetry", _policy(), 10), PythonReader)
+        monkeypatch.setenv(landing_fetch.READER_ENV, "native")
+        with_oauth = {**config, "oauth_cb": lambda _config: ("token", 0.0)}
+        assert isinstance(open_reader(consumer, with_oauth, "telemetry", _policy(), 10), PythonReader)
+    finally:
+        consumer.close()
+
+
+def test_a_bad_reader_choice_or_property_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    consumer = _consumer()
+    try:
+        monkeypatch.setenv(landing_fetch.READER_ENV, "rust")
+        with pytest.raises(
+            reader.TopicReadError, match=r"^KIP714_LANDING_READER: must be 'native' or 'python'"
+        ):
+            open_reader(consumer, {"bootstrap.servers": "x"}, "telemetry", _policy(), 10)
+        monkeypatch.delenv(landing_fetch.READER_ENV)
+        with pytest.raises(reader.TopicReadError, match=r"^connection extra: .*no\.such\.property"):
+            open_reader(consumer, {"no.such.property": "1"}, "telemetry", _policy(), 10)
+        with pytest.raises(reader.TopicReadError, match=r"^connection extra: .*fetch\.max\.bytes"):
+            open_reader(consumer, {"fetch.max.bytes": "lots"}, "telemetry", _policy(), 10)
+    finally:
+        consumer.close()
