@@ -23,8 +23,6 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Final
 
-from confluent_kafka import Consumer
-
 from airflow_provider_kip714.decoding.decoder import VALUE_FORMATS, ValueFormat
 from airflow_provider_kip714.exceptions import LandingError
 from airflow_provider_kip714.telemetry import reader
@@ -188,21 +186,12 @@ class TopicLander:
             # no DESCRIBE), before a consumer exists. Its partitions spare the consumer a metadata
             # request before its first (measured: ~55 ms of a run's set-up on a local broker).
             identity = reader.describe_topic(self.base_config, self.topic, self.metadata_timeout_s)
-            # The consumer serves metadata requests (watermarks, offsets for times); the chunk reader
-            # consumes: the native one, or the Python one on this same consumer.
-            consumer = Consumer(self.consumer_config)
+            chunk_reader = open_reader(self.consumer_config, self.topic, self.policy, self.chunk_records)
             try:
-                chunk_reader = open_reader(
-                    consumer, self.consumer_config, self.topic, self.policy, self.chunk_records
-                )
-                try:
-                    return self._run(consumer, chunk_reader, next_offsets, identity)
-                finally:
-                    self.policy.silence()
-                    chunk_reader.close()
+                return self._run(chunk_reader, next_offsets, identity)
             finally:
                 self.policy.silence()
-                consumer.close()
+                chunk_reader.close()
 
     # ---- the run -------------------------------------------------------------------------------
 
@@ -226,7 +215,6 @@ class TopicLander:
 
     def _start(
         self,
-        consumer: Consumer,
         chunk_reader: ChunkReader,
         next_offsets: dict[int, int],
         partitions: list[int],
@@ -234,7 +222,7 @@ class TopicLander:
     ) -> None:
         """Plan each partition's start and end and assign them (``landing_plan``)."""
         self._plan = plan_partitions(
-            consumer,
+            chunk_reader.metadata,
             self.zone,
             self.bounds,
             partitions,
@@ -248,14 +236,13 @@ class TopicLander:
 
     def _run(
         self,
-        consumer: Consumer,
         chunk_reader: ChunkReader,
         next_offsets: dict[int, int],
         identity: reader.TopicIdentity,
     ) -> LandingResult:
         started = time.monotonic()
         result = LandingResult(topic=self.topic, out_dir=str(self.zone.root), topic_id=identity.topic_id)
-        self._start(consumer, chunk_reader, next_offsets, identity.partitions, result)
+        self._start(chunk_reader, next_offsets, identity.partitions, result)
         deadline = None if self.timeout_s is None else started + self.timeout_s
         until_s = None if self.until is None else self.until.timestamp() + UNTIL_SETTLE_S
         until_ms = None if self.until is None else int(self.until.timestamp() * 1000)
@@ -272,7 +259,7 @@ class TopicLander:
                 if accepted:
                     self.policy.progress()
                 if until_s is not None and time.time() >= until_s:
-                    close_open_partitions(consumer, self.bounds, self._plan)
+                    close_open_partitions(chunk_reader.metadata, self.bounds, self._plan)
                     drop_partitions_at_end(chunk_reader.positions, self._plan)
                     until_s = None
                 if not consumed:

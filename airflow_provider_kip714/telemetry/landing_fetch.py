@@ -24,7 +24,7 @@ import os
 from collections.abc import Mapping
 from typing import Any, Final, Protocol
 
-from confluent_kafka import Consumer, KafkaError, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from airflow_provider_kip714.telemetry import reader
 from airflow_provider_kip714.telemetry.landing_batch import NativeChunk, PartitionBatch
@@ -54,7 +54,11 @@ Chunk = PartitionBatch | NativeChunk
 
 
 class ChunkReader(Protocol):
-    """What the lander needs of a reader."""
+    """What the lander needs of a reader; ``metadata`` answers ``reader``'s watermark and
+    offsets-for-times requests (confluent-kafka's ``Consumer``, or the native reader itself)."""
+
+    @property
+    def metadata(self) -> Any: ...
 
     def assign(self, starts: Mapping[int, int]) -> None: ...
 
@@ -74,7 +78,7 @@ class ChunkReader(Protocol):
 
 
 class PythonReader:
-    """The consume loop on confluent-kafka's ``Consumer`` (the one ``consumer`` passed in)."""
+    """The consume loop on confluent-kafka's ``Consumer`` (which it owns and closes)."""
 
     def __init__(
         self, consumer: Consumer, topic: str, policy: reader.ErrorPolicy, chunk_records: int
@@ -84,6 +88,10 @@ class PythonReader:
         self.policy = policy
         self.chunk_records = chunk_records
         self._buffers: dict[int, PartitionBatch] = {}
+
+    @property
+    def metadata(self) -> Consumer:
+        return self.consumer
 
     def assign(self, starts: Mapping[int, int]) -> None:
         reader.assign(self.consumer, self.topic, starts)
@@ -149,7 +157,7 @@ class PythonReader:
         return {position.partition: position.offset for position in found}
 
     def close(self) -> None:
-        """The consumer belongs to the caller (it also serves the run's metadata requests)."""
+        self.consumer.close()
 
 
 class NativeReader:
@@ -167,9 +175,35 @@ class NativeReader:
         except ValueError as err:
             raise reader.TopicReadError(f"connection extra: {err}") from None
 
+    @property
+    def metadata(self) -> NativeReader:
+        return self
+
     def assign(self, starts: Mapping[int, int]) -> None:
         if starts:
             self._reader.assign(dict(starts))
+
+    # The two requests ``reader.watermarks`` and ``reader.offsets_at`` make, as ``Consumer`` answers them.
+
+    def get_watermark_offsets(
+        self, partition: TopicPartition, timeout: float, cached: bool = False
+    ) -> tuple[int, int]:
+        code, low, high = self._reader.watermarks(partition.partition, _milliseconds(timeout))
+        if code:
+            raise KafkaException(KafkaError(code))
+        return low, high
+
+    def offsets_for_times(self, partitions: list[TopicPartition], timeout: float) -> list[TopicPartition]:
+        wanted = [(position.partition, position.offset) for position in partitions]
+        code, found = self._reader.offsets_for_times(wanted, _milliseconds(timeout))
+        if code:
+            raise KafkaException(KafkaError(code))
+        for partition, _, partition_code in found:
+            if partition_code:
+                raise KafkaException(
+                    KafkaError(partition_code, f"partition {partition}: {KafkaError(partition_code).str()}")
+                )
+        return [TopicPartition(self.topic, partition, offset) for partition, offset, _ in found]
 
     def fetch(
         self, plan: LandingPlan, until_ms: int | None, limit: int | None
@@ -218,6 +252,10 @@ class NativeReader:
         self._report(self._reader.events())
 
 
+def _milliseconds(seconds: float) -> int:
+    return max(1, int(seconds * 1000))
+
+
 def native_config(config: Mapping[str, Any]) -> list[tuple[str, str]] | str:
     """The consumer config as librdkafka properties, or why the native reader cannot take it."""
     properties: list[tuple[str, str]] = []
@@ -234,13 +272,9 @@ def native_config(config: Mapping[str, Any]) -> list[tuple[str, str]] | str:
 
 
 def open_reader(
-    consumer: Consumer,
-    consumer_config: Mapping[str, Any],
-    topic: str,
-    policy: reader.ErrorPolicy,
-    chunk_records: int,
+    consumer_config: Mapping[str, Any], topic: str, policy: reader.ErrorPolicy, chunk_records: int
 ) -> ChunkReader:
-    """The native reader where it can run, else the Python one on ``consumer`` (logged once why)."""
+    """The native reader where it can run, else the Python one (logged once why); one client either way."""
     choice = os.environ.get(READER_ENV, "native").lower()
     if choice not in ("native", "python"):
         raise reader.TopicReadError(f"{READER_ENV}: must be 'native' or 'python' (got {choice!r})")
@@ -252,7 +286,7 @@ def open_reader(
     properties = native_config(consumer_config) if why_not is None else why_not
     if isinstance(properties, str):
         _say_python_reader(properties if why_not is None else why_not)
-        return PythonReader(consumer, topic, policy, chunk_records)
+        return PythonReader(reader.open_consumer(consumer_config), topic, policy, chunk_records)
     return NativeReader(properties, topic, policy, chunk_records)
 
 

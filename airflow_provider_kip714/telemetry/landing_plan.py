@@ -17,8 +17,6 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Final
 
-from confluent_kafka import Consumer
-
 from airflow_provider_kip714.telemetry import reader
 from airflow_provider_kip714.telemetry.landing_zone import LandingZone
 from airflow_provider_kip714.telemetry.topic_generation import reconcile
@@ -58,7 +56,7 @@ class LandingPlan:
 
 
 def plan_partitions(
-    consumer: Consumer,
+    consumer: reader.OffsetQueries,
     zone: LandingZone,
     bounds: RunBounds,
     partitions: list[int],
@@ -119,7 +117,7 @@ def plan_summary(bounds: RunBounds, plan: LandingPlan) -> str:
     return f"{backlog} records up to the end offsets read now"
 
 
-def close_open_partitions(consumer: Consumer, bounds: RunBounds, plan: LandingPlan) -> None:
+def close_open_partitions(consumer: reader.OffsetQueries, bounds: RunBounds, plan: LandingPlan) -> None:
     """``until`` has passed: a partition still without a record at or after it ends where it is now
     (records are stamped when the broker accepts them, so none older can still arrive)."""
     assert bounds.until is not None

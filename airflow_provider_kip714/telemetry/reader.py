@@ -22,7 +22,7 @@ import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, Protocol
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicCollection, TopicPartition
 from confluent_kafka.admin import AdminClient
@@ -62,6 +62,16 @@ FATAL_CODES: Final = frozenset(
 _OUTAGE_CODES: Final = frozenset({KafkaError._ALL_BROKERS_DOWN, KafkaError._TRANSPORT, KafkaError._RESOLVE})
 
 StartAt = Literal["earliest", "latest"] | datetime
+
+
+class OffsetQueries(Protocol):
+    """The two offset requests planning makes: confluent-kafka's ``Consumer``, or landing's native reader."""
+
+    def get_watermark_offsets(
+        self, partition: TopicPartition, timeout: float, cached: bool = False
+    ) -> tuple[int, int]: ...
+
+    def offsets_for_times(self, partitions: list[TopicPartition], timeout: float) -> list[TopicPartition]: ...
 
 
 class TopicReadError(Kip714Error):
@@ -245,7 +255,7 @@ def partitions_of(consumer: Consumer, topic: str, timeout_s: float, servers: str
 
 
 def watermarks(
-    consumer: Consumer, topic: str, partitions: Iterable[int], timeout_s: float
+    consumer: OffsetQueries, topic: str, partitions: Iterable[int], timeout_s: float
 ) -> dict[int, tuple[int, int]]:
     """partition -> (low, high) offsets, read from the leaders now."""
     try:
@@ -258,7 +268,7 @@ def watermarks(
 
 
 def offsets_at(
-    consumer: Consumer, topic: str, partitions: Iterable[int], when: datetime, timeout_s: float
+    consumer: OffsetQueries, topic: str, partitions: Iterable[int], when: datetime, timeout_s: float
 ) -> dict[int, int]:
     """partition -> first offset whose timestamp is at or after ``when`` (-1: no such record yet)."""
     wanted = [TopicPartition(topic, p, int(when.timestamp() * 1000)) for p in partitions]
@@ -277,7 +287,11 @@ def offsets_at(
 
 
 def start_offsets(
-    consumer: Consumer, topic: str, marks: Mapping[int, tuple[int, int]], start: StartAt, timeout_s: float
+    consumer: OffsetQueries,
+    topic: str,
+    marks: Mapping[int, tuple[int, int]],
+    start: StartAt,
+    timeout_s: float,
 ) -> dict[int, int]:
     """partition -> first offset to read for ``start`` (a time with no record yet: the end)."""
     if isinstance(start, datetime):

@@ -97,6 +97,8 @@ api! {
     list_destroy = "rd_kafka_topic_partition_list_destroy": fn(*mut PartitionList);
     assign = "rd_kafka_assign": fn(*mut c_void, *const PartitionList) -> c_int;
     position = "rd_kafka_position": fn(*mut c_void, *mut PartitionList) -> c_int;
+    query_watermark_offsets = "rd_kafka_query_watermark_offsets": fn(*mut c_void, *const c_char, i32, *mut i64, *mut i64, c_int) -> c_int;
+    offsets_for_times = "rd_kafka_offsets_for_times": fn(*mut c_void, *mut PartitionList, c_int) -> c_int;
     queue_get_consumer = "rd_kafka_queue_get_consumer": fn(*mut c_void) -> *mut c_void;
     queue_destroy = "rd_kafka_queue_destroy": fn(*mut c_void);
     consume_batch_queue = "rd_kafka_consume_batch_queue": fn(*mut c_void, c_int, *mut *mut Message, usize) -> isize;

@@ -266,6 +266,9 @@ struct SharedEvents(*mut Shared);
 unsafe impl Send for SharedEvents {}
 unsafe impl Sync for SharedEvents {}
 
+/// An error code, then (partition, offset, error code) per partition asked.
+type FoundOffsets = (i32, Vec<(i32, i64, i32)>);
+
 /// A consumer on explicitly assigned partitions that buffers what it consumes per partition.
 #[pyclass]
 pub struct TopicReader {
@@ -370,6 +373,52 @@ impl TopicReader {
             (self.api.list_destroy)(list);
         }
         Ok(found)
+    }
+
+    /// (error code, low, high) of a partition, read from its leader now (0: no error).
+    fn watermarks(&self, py: Python<'_>, partition: i32, timeout_ms: i32) -> PyResult<(i32, i64, i64)> {
+        let (api, rk, topic) = (self.api, Handle(self.handle()?), self.topic.clone());
+        Ok(py.allow_threads(move || {
+            let rk = rk;
+            let (mut low, mut high) = (-1i64, -1i64);
+            // SAFETY: a live handle and out-pointers to locals.
+            let err = unsafe {
+                (api.query_watermark_offsets)(rk.0, topic.as_ptr(), partition, &mut low, &mut high, timeout_ms)
+            };
+            (err, low, high)
+        }))
+    }
+
+    /// (error code, [(partition, offset, error code)]): each partition's first offset whose
+    /// timestamp is at or after its given time (`[(partition, ms)]`; -1: none yet).
+    fn offsets_for_times(
+        &self,
+        py: Python<'_>,
+        times: Vec<(i32, i64)>,
+        timeout_ms: i32,
+    ) -> PyResult<FoundOffsets> {
+        let (api, rk, topic) = (self.api, Handle(self.handle()?), self.topic.clone());
+        Ok(py.allow_threads(move || {
+            let rk = rk;
+            let mut found = Vec::with_capacity(times.len());
+            // SAFETY: a list built, read and destroyed here; `elems` holds `cnt` elements.
+            let err = unsafe {
+                let list = (api.list_new)(times.len() as c_int);
+                for (partition, time_ms) in &times {
+                    let element = (api.list_add)(list, topic.as_ptr(), *partition);
+                    (*element).offset = *time_ms;
+                }
+                let err = (api.offsets_for_times)(rk.0, list, timeout_ms);
+                let list_ref: &PartitionList = &*list;
+                for index in 0..list_ref.cnt as usize {
+                    let element = &*list_ref.elems.add(index);
+                    found.push((element.partition, element.offset, element.err));
+                }
+                (api.list_destroy)(list);
+                err
+            };
+            (err, found)
+        }))
     }
 
     /// Consume up to `max_messages` (waiting at most `timeout_ms`) into the partition buffers.

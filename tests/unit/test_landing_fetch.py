@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 
 import pytest
@@ -47,38 +48,29 @@ def _policy() -> reader.ErrorPolicy:
     return reader.ErrorPolicy("telemetry")
 
 
-def _consumer() -> Consumer:
-    return Consumer({"bootstrap.servers": "127.0.0.1:1", "group.id": "unit"})
-
-
 def test_open_reader_picks_native_then_python_when_asked(monkeypatch: pytest.MonkeyPatch) -> None:
-    consumer = _consumer()
-    config = {"bootstrap.servers": "127.0.0.1:1", "group.id": "unit", "logger": object()}
-    try:
-        native = open_reader(consumer, config, "telemetry", _policy(), 10)
-        assert isinstance(native, NativeReader)
-        native.close()
-        monkeypatch.setenv(landing_fetch.READER_ENV, "python")
-        assert isinstance(open_reader(consumer, config, "telemetry", _policy(), 10), PythonReader)
-        monkeypatch.setenv(landing_fetch.READER_ENV, "native")
-        with_oauth = {**config, "oauth_cb": lambda _config: ("token", 0.0)}
-        assert isinstance(open_reader(consumer, with_oauth, "telemetry", _policy(), 10), PythonReader)
-    finally:
-        consumer.close()
+    config = {"bootstrap.servers": "127.0.0.1:1", "group.id": "unit", "logger": logging.getLogger("unit")}
+    native = open_reader(config, "telemetry", _policy(), 10)
+    assert isinstance(native, NativeReader) and native.metadata is native
+    native.close()
+    monkeypatch.setenv(landing_fetch.READER_ENV, "python")
+    python = open_reader(config, "telemetry", _policy(), 10)
+    assert isinstance(python, PythonReader) and isinstance(python.metadata, Consumer)
+    python.close()
+    monkeypatch.setenv(landing_fetch.READER_ENV, "native")
+    with_stats = {**config, "stats_cb": lambda _stats: None, "statistics.interval.ms": 60_000}
+    python = open_reader(with_stats, "telemetry", _policy(), 10)
+    assert isinstance(python, PythonReader)
+    python.close()
 
 
 def test_a_bad_reader_choice_or_property_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
-    consumer = _consumer()
-    try:
-        monkeypatch.setenv(landing_fetch.READER_ENV, "rust")
-        with pytest.raises(
-            reader.TopicReadError, match=r"^KIP714_LANDING_READER: must be 'native' or 'python'"
-        ):
-            open_reader(consumer, {"bootstrap.servers": "x"}, "telemetry", _policy(), 10)
-        monkeypatch.delenv(landing_fetch.READER_ENV)
+    monkeypatch.setenv(landing_fetch.READER_ENV, "rust")
+    with pytest.raises(reader.TopicReadError, match=r"^KIP714_LANDING_READER: must be 'native' or 'python'"):
+        open_reader({"bootstrap.servers": "x"}, "telemetry", _policy(), 10)
+    for chosen in ("native", "python"):
+        monkeypatch.setenv(landing_fetch.READER_ENV, chosen)
         with pytest.raises(reader.TopicReadError, match=r"^connection extra: .*no\.such\.property"):
-            open_reader(consumer, {"no.such.property": "1"}, "telemetry", _policy(), 10)
+            open_reader({"no.such.property": "1"}, "telemetry", _policy(), 10)
         with pytest.raises(reader.TopicReadError, match=r"^connection extra: .*fetch\.max\.bytes"):
-            open_reader(consumer, {"fetch.max.bytes": "lots"}, "telemetry", _policy(), 10)
-    finally:
-        consumer.close()
+            open_reader({"fetch.max.bytes": "lots"}, "telemetry", _policy(), 10)
