@@ -4,7 +4,8 @@ All loops read the same records from the same local broker. The floor assigns ev
 the beginning and reads every field landing keeps of a record (topic, partition, offset, timestamp,
 key, headers, value) and nothing else: the least any landing on confluent-kafka's Python API does,
 since the topic contract puts a record's labels in 14 headers. The product is ``land_topic`` (decode
-to datapoints, raw + datapoints Parquet, fsync unless --no-fsync, atomic commits), default settings;
+to datapoints, raw + datapoints Parquet, fsync unless --no-fsync, atomic commits), default settings:
+its native topic reader unless ``--reader python`` (confluent-kafka's consumer, landing's fallback);
 the target is product/floor >= 0.7 on wall clock. ``--rounds N`` runs N floor-then-landing pairs, so
 each ratio compares two neighbouring runs on a shared machine. The bare loop that reads values only
 (the baseline) is printed once, for reference.
@@ -35,7 +36,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "unit"))
 
 from otlp_payloads import client_headers, producer_like_payload
 
-from airflow_provider_kip714.telemetry.landing import CONSUME_BATCH, land_topic
+from airflow_provider_kip714.telemetry.landing import land_topic
+from airflow_provider_kip714.telemetry.landing_fetch import CONSUME_BATCH, NATIVE_CONSUME_BATCH, READER_ENV
 
 
 @contextlib.contextmanager
@@ -196,12 +198,20 @@ def main() -> None:
     parser.add_argument("--no-fsync", action="store_true", help="land without fsync (default: fsync on)")
     parser.add_argument("--rounds", type=int, default=1, help="floor-then-landing pairs on the same topic")
     parser.add_argument(
+        "--reader",
+        choices=("native", "python"),
+        default="native",
+        help="landing's topic reader (default: native, the product's default)",
+    )
+    parser.add_argument(
         "--floor-batch",
         type=int,
         default=CONSUME_BATCH,
-        help=f"messages per consume() call, floor and baseline loops (default: landing's, {CONSUME_BATCH})",
+        help=f"messages per consume() call, floor and baseline loops (default: {CONSUME_BATCH})",
     )
     args = parser.parse_args()
+    os.environ[READER_ENV] = args.reader
+    landing_batch = NATIVE_CONSUME_BATCH if args.reader == "native" else CONSUME_BATCH
     logging.basicConfig(level=logging.WARNING)
     records = args.records
 
@@ -215,7 +225,8 @@ def main() -> None:
         print(
             f"records={records} partitions={args.partitions} points/record={args.points_per_record} "
             f"fsync={'off' if args.no_fsync else 'on'} staging threads={args.workers or 'default (2)'} "
-            f"consume batch: landing {CONSUME_BATCH}, floor and baseline {args.floor_batch}"
+            f"landing reader: {args.reader} ({landing_batch} messages per call); "
+            f"floor and baseline: {args.floor_batch} per consume()"
         )
         print(
             f"baseline  bare consume, value only : {records / baseline_s:10,.0f} records/s, "
