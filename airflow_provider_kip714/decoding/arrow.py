@@ -177,8 +177,9 @@ def columns_table(columns: Columns, label_rows: Sequence[tuple[Any, ...]]) -> pa
 
 
 def _string_codes(level: pa.Array) -> tuple[np.ndarray, pa.Array]:
-    """A string column's dictionary codes (int32, -1 for null) and its distinct values."""
-    encoded = level.dictionary_encode()
+    """A string column's dictionary codes (int32, -1 for null) and its dictionary (distinct values,
+    or the one a dictionary column already has)."""
+    encoded = level if pa.types.is_dictionary(level.type) else level.dictionary_encode()
     codes = encoded.indices
     if codes.null_count:
         codes = codes.fill_null(-1)
@@ -186,12 +187,12 @@ def _string_codes(level: pa.Array) -> tuple[np.ndarray, pa.Array]:
 
 
 def fan_out(level: pa.Array, index: np.ndarray) -> pa.Array:
-    """``level.take(index)``; a string column as a dictionary array over its distinct values.
+    """``level.take(index)``; a string (or dictionary) column as a dictionary array.
 
     For strings only the int32 codes are indexed (no string is copied per point), and the Parquet
     writer stores a dictionary column as it is instead of hashing every value again.
     """
-    if not pa.types.is_string(level.type):
+    if not (pa.types.is_string(level.type) or pa.types.is_dictionary(level.type)):
         return level.take(pa.array(index, type=pa.int64()))
     codes, dictionary = _string_codes(level)
     point_codes = codes[index]

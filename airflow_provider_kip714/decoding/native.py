@@ -30,8 +30,9 @@ except ImportError:  # the optional extra ``airflow-provider-kip714[native]`` is
 log = logging.getLogger(__name__)
 
 DECODER_ENV: Final = "KIP714_OTLP_DECODER"
+# The decoder's codes index these directly (temporality: 0 is unset, null; 1 delta; 2 cumulative).
 _METRIC_TYPES: Final = pa.array(["gauge", "sum"], type=pa.string())
-_TEMPORALITIES: Final = pa.array([None, "delta", "cumulative"], type=pa.string())
+_TEMPORALITIES: Final = pa.array(["delta", "cumulative"], type=pa.string())
 FALLBACK: Final = 1
 
 
@@ -63,7 +64,8 @@ class NativeColumns:
     points: dict[str, Any]  # start_time/time (int64 ns ndarrays, 0 = unset); value, value_int, flags,
     # attributes (Arrow arrays)
     scopes: dict[str, pa.Array]  # resource_attributes, scope_name, scope_version, scope_attributes
-    metrics: dict[str, pa.Array]  # metric_name, metric_unit, metric_type, temporality, is_monotonic
+    metrics: dict[str, pa.Array]  # metric_name, metric_unit, metric_type, temporality (the two as
+    # dictionary arrays over their names), is_monotonic
 
 
 def _numbers(buffers: dict[str, bytes], name: str, dtype: type[np.generic]) -> np.ndarray:
@@ -119,6 +121,7 @@ def decode_array(values: pa.BinaryArray, skip: list[int]) -> NativeColumns:
 def _native_columns(buffers: dict[str, bytes]) -> NativeColumns:
     value_int_valid = _numbers(buffers, "value_int.valid", np.uint8)
     monotonic = _numbers(buffers, "is_monotonic", np.uint8)
+    temporality = _numbers(buffers, "temporality", np.uint8).astype(np.int32)
     points = {
         "start_time": _numbers(buffers, "start_time", np.int64),
         "time": _numbers(buffers, "time", np.int64),
@@ -140,8 +143,12 @@ def _native_columns(buffers: dict[str, bytes]) -> NativeColumns:
     metrics = {
         "metric_name": _strings(buffers, "metric_name"),
         "metric_unit": _strings(buffers, "metric_unit"),
-        "metric_type": _METRIC_TYPES.take(pa.array(_numbers(buffers, "metric_kind", np.uint8))),
-        "temporality": _TEMPORALITIES.take(pa.array(_numbers(buffers, "temporality", np.uint8))),
+        "metric_type": pa.DictionaryArray.from_arrays(
+            pa.array(_numbers(buffers, "metric_kind", np.uint8).astype(np.int32)), _METRIC_TYPES
+        ),
+        "temporality": pa.DictionaryArray.from_arrays(
+            pa.array(temporality - 1, mask=temporality == 0), _TEMPORALITIES
+        ),
         "is_monotonic": pa.array(monotonic == 1, mask=monotonic == 2),
     }
     return NativeColumns(
