@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 import logging
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -68,7 +69,7 @@ class NativeColumns:
     # dictionary arrays over their names), is_monotonic
 
 
-def _numbers(buffers: dict[str, bytes], name: str, dtype: type[np.generic]) -> np.ndarray:
+def _numbers(buffers: Mapping[str, Any], name: str, dtype: type[np.generic]) -> np.ndarray:
     return np.frombuffer(buffers[name], dtype=dtype)
 
 
@@ -78,10 +79,11 @@ def validity_bitmap(valid: np.ndarray) -> pa.Buffer | None:
     return pa.py_buffer(np.packbits(valid.view(np.bool_), bitorder="little"))
 
 
-def _strings(buffers: dict[str, bytes], name: str) -> pa.Array:
+def variable_width(buffers: Mapping[str, Any], name: str, arrow_type: pa.DataType) -> pa.Array:
+    """A string or binary column from the extension's ``<name>.valid|offsets|data`` buffers (no copy)."""
     valid = _numbers(buffers, f"{name}.valid", np.uint8)
     return pa.Array.from_buffers(
-        pa.string(),
+        arrow_type,
         len(valid),
         [
             validity_bitmap(valid),
@@ -89,6 +91,10 @@ def _strings(buffers: dict[str, bytes], name: str) -> pa.Array:
             pa.py_buffer(buffers[f"{name}.data"]),
         ],
     )
+
+
+def _strings(buffers: Mapping[str, Any], name: str) -> pa.Array:
+    return variable_width(buffers, name, pa.string())
 
 
 def _string_map(buffers: dict[str, bytes], name: str) -> pa.Array:
@@ -163,4 +169,12 @@ def _native_columns(buffers: dict[str, bytes]) -> NativeColumns:
     )
 
 
-__all__ = ["DECODER_ENV", "FALLBACK", "NativeColumns", "decode_array", "decode_values", "native_available"]
+__all__ = [
+    "DECODER_ENV",
+    "FALLBACK",
+    "NativeColumns",
+    "decode_array",
+    "decode_values",
+    "native_available",
+    "variable_width",
+]

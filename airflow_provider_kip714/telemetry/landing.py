@@ -254,14 +254,14 @@ class TopicLander:
         executor = self._make_executor()
         try:
             while not (stop_reason := self._stop_reason(taken, deadline)):
-                limit = None if self.max_records is None else self.max_records - taken
-                consumed, accepted, full_batches = chunk_reader.fetch(self._plan, until_ms, limit)
-                if accepted:
-                    self.policy.progress()
                 if until_s is not None and time.time() >= until_s:
                     close_open_partitions(chunk_reader.metadata, self.bounds, self._plan)
                     drop_partitions_at_end(chunk_reader.positions, self._plan)
                     until_s = None
+                limit = None if self.max_records is None else self.max_records - taken
+                consumed, accepted, full_batches = chunk_reader.fetch(self._plan, until_ms, limit)
+                if accepted:
+                    self.policy.progress()
                 if not consumed:
                     drop_partitions_at_end(chunk_reader.positions, self._plan)
                 taken += accepted

@@ -16,7 +16,7 @@ import pyarrow as pa
 from airflow_provider_kip714.contract.landing_schema import QUARANTINE_SCHEMA, RAW_SCHEMA, STRING_MAP
 from airflow_provider_kip714.decoding.decoder import RecordColumns, TopicRecord, ValueFormat, decode_batch
 from airflow_provider_kip714.decoding.header_sets import HeaderSet, HeaderSets
-from airflow_provider_kip714.decoding.native import validity_bitmap
+from airflow_provider_kip714.decoding.native import variable_width
 from airflow_provider_kip714.telemetry.landing_zone import ChunkId, LandingZone, StagedChunk
 
 
@@ -183,19 +183,6 @@ class NativeChunk:
     def _numbers(self, name: str, dtype: type[np.generic]) -> list[int]:
         return np.frombuffer(self._buffers[name], dtype=dtype).tolist()  # type: ignore[arg-type]
 
-    def _binary(self, name: str) -> pa.BinaryArray:
-        buffers = self._buffers
-        valid = np.frombuffer(buffers[f"{name}.valid"], dtype=np.uint8)  # type: ignore[arg-type]
-        return pa.Array.from_buffers(
-            pa.binary(),
-            len(valid),
-            [
-                validity_bitmap(valid),
-                pa.py_buffer(buffers[f"{name}.offsets"]),
-                pa.py_buffer(buffers[f"{name}.data"]),
-            ],
-        )
-
     def columns(self) -> RecordColumns:
         count = len(self)
         return RecordColumns(
@@ -203,10 +190,10 @@ class NativeChunk:
             [self.partition] * count,
             self._numbers("offsets", np.int64),
             self._numbers("timestamps", np.int64),
-            self._binary("keys"),
+            variable_width(self._buffers, "keys", pa.binary()),
             self._buffers["header_sets"],  # type: ignore[arg-type]
             self._numbers("header_index", np.int32),
-            self._binary("values"),
+            variable_width(self._buffers, "values", pa.binary()),
         )
 
 
