@@ -70,8 +70,6 @@ class ChunkReader(Protocol):
 
     def take_all(self) -> list[Chunk]: ...
 
-    def buffered(self) -> int: ...
-
     def positions(self, partitions: list[int]) -> dict[int, int]: ...
 
     def close(self) -> None: ...
@@ -148,9 +146,6 @@ class PythonReader:
         chunks: list[Chunk] = [self._buffers[p] for p in sorted(self._buffers) if len(self._buffers[p])]
         self._buffers.clear()
         return chunks
-
-    def buffered(self) -> int:
-        return sum(len(batch) for batch in self._buffers.values())
 
     def positions(self, partitions: list[int]) -> dict[int, int]:
         found = self.consumer.position([TopicPartition(self.topic, p) for p in partitions])
@@ -241,15 +236,11 @@ class NativeReader:
     def take_all(self) -> list[Chunk]:
         return [NativeChunk(self.topic, buffers) for buffers in self._reader.take_all()]
 
-    def buffered(self) -> int:
-        return self._reader.buffered()
-
     def positions(self, partitions: list[int]) -> dict[int, int]:
         return self._reader.positions(partitions)
 
     def close(self) -> None:
         self._reader.close()
-        self._report(self._reader.events())
 
 
 def _milliseconds(seconds: float) -> int:
@@ -274,25 +265,26 @@ def native_config(config: Mapping[str, Any]) -> list[tuple[str, str]] | str:
 def open_reader(
     consumer_config: Mapping[str, Any], topic: str, policy: reader.ErrorPolicy, chunk_records: int
 ) -> ChunkReader:
-    """The native reader where it can run, else the Python one (logged once why); one client either way."""
-    choice = os.environ.get(READER_ENV, "native").lower()
-    if choice not in ("native", "python"):
-        raise reader.TopicReadError(f"{READER_ENV}: must be 'native' or 'python' (got {choice!r})")
-    why_not = "KIP714_LANDING_READER=python" if choice == "python" else None
-    if why_not is None and kip714_native is None:
-        why_not = "the native extension is not installed"
-    if why_not is None and not librdkafka_path():
-        why_not = "confluent-kafka's librdkafka was not found"
-    properties = native_config(consumer_config) if why_not is None else why_not
+    """The native reader where it can run, else the Python one (the run's log says why); one client."""
+    properties = _native_properties(consumer_config)
     if isinstance(properties, str):
-        _say_python_reader(properties if why_not is None else why_not)
+        log.info("landing reads the topic with confluent-kafka's Python consumer: %s", properties)
         return PythonReader(reader.open_consumer(consumer_config), topic, policy, chunk_records)
     return NativeReader(properties, topic, policy, chunk_records)
 
 
-@functools.cache
-def _say_python_reader(reason: str) -> None:
-    log.info("landing reads the topic with confluent-kafka's Python consumer: %s", reason)
+def _native_properties(consumer_config: Mapping[str, Any]) -> list[tuple[str, str]] | str:
+    """The native reader's properties, or why the Python reader reads instead."""
+    choice = os.environ.get(READER_ENV, "native").lower()
+    if choice not in ("native", "python"):
+        raise reader.TopicReadError(f"{READER_ENV}: must be 'native' or 'python' (got {choice!r})")
+    if choice == "python":
+        return f"{READER_ENV}=python"
+    if kip714_native is None:
+        return "the native extension is not installed (pip install 'airflow-provider-kip714[native]')"
+    if not librdkafka_path():
+        return "confluent-kafka's librdkafka was not found"
+    return native_config(consumer_config)
 
 
 @functools.cache

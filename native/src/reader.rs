@@ -481,18 +481,6 @@ impl TopicReader {
         Ok(chunks)
     }
 
-    /// Records buffered and not yet handed over.
-    fn buffered(&self) -> usize {
-        self.buffers.values().map(PartitionBuffer::len).sum()
-    }
-
-    /// Errors and log lines reported since the last fetch (what `close` leaves, for instance).
-    fn events<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let result = PyDict::new(py);
-        self.drain_events(&result)?;
-        Ok(result)
-    }
-
     /// Leave the partitions and destroy the client (idempotent).
     fn close(&mut self, py: Python<'_>) {
         if self.rk.0.is_null() {
