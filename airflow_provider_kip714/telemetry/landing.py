@@ -27,7 +27,13 @@ from airflow_provider_kip714.decoding.decoder import VALUE_FORMATS, ValueFormat
 from airflow_provider_kip714.exceptions import LandingError
 from airflow_provider_kip714.telemetry import reader
 from airflow_provider_kip714.telemetry.landing_batch import PartitionBatch, stage_batch, stage_records
-from airflow_provider_kip714.telemetry.landing_fetch import CONSUME_BATCH, Chunk, ChunkReader, open_reader
+from airflow_provider_kip714.telemetry.landing_fetch import (
+    CONSUME_BATCH,
+    Chunk,
+    ChunkReader,
+    open_reader,
+    reader_choice,
+)
 from airflow_provider_kip714.telemetry.landing_plan import (
     UNTIL_SETTLE_S,
     LandingPlan,
@@ -121,6 +127,7 @@ def _check_options(lander: TopicLander) -> None:
         raise LandingError("until: cannot be combined with follow (until already says when to stop)")
     if lander.follow and lander.max_records is None and lander.timeout_s is None:
         raise LandingError("follow: needs max_records or timeout_s, or the run never ends")
+    reader_choice()  # a bad KIP714_LANDING_READER is refused before anything connects
 
 
 class TopicLander:

@@ -273,12 +273,17 @@ def open_reader(
     return NativeReader(properties, topic, policy, chunk_records)
 
 
-def _native_properties(consumer_config: Mapping[str, Any]) -> list[tuple[str, str]] | str:
-    """The native reader's properties, or why the Python reader reads instead."""
-    choice = os.environ.get(READER_ENV, "native").lower()
+def reader_choice() -> str:
+    """``KIP714_LANDING_READER`` (unset or empty: ``native``), or one line naming it when it is neither."""
+    choice = (os.environ.get(READER_ENV) or "native").lower()
     if choice not in ("native", "python"):
         raise reader.TopicReadError(f"{READER_ENV}: must be 'native' or 'python' (got {choice!r})")
-    if choice == "python":
+    return choice
+
+
+def _native_properties(consumer_config: Mapping[str, Any]) -> list[tuple[str, str]] | str:
+    """The native reader's properties, or why the Python reader reads instead."""
+    if reader_choice() == "python":
         return f"{READER_ENV}=python"
     if kip714_native is None:
         return "the native extension is not installed (pip install 'airflow-provider-kip714[native]')"
@@ -314,4 +319,5 @@ __all__ = [
     "librdkafka_path",
     "native_config",
     "open_reader",
+    "reader_choice",
 ]

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import logging
 import os
+from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer
 
 from airflow_provider_kip714.telemetry import landing_fetch, reader
+from airflow_provider_kip714.telemetry.landing import land_topic
 from airflow_provider_kip714.telemetry.landing_fetch import (
     NativeReader,
     PythonReader,
@@ -64,8 +66,12 @@ def test_open_reader_picks_native_then_python_when_asked(monkeypatch: pytest.Mon
     python.close()
 
 
-def test_a_bad_reader_choice_or_property_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_bad_reader_choice_or_property_is_one_line(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv(landing_fetch.READER_ENV, "")
+    assert landing_fetch.reader_choice() == "native"
     monkeypatch.setenv(landing_fetch.READER_ENV, "rust")
+    with pytest.raises(reader.TopicReadError, match=r"^KIP714_LANDING_READER: must be"):
+        land_topic({"bootstrap.servers": "127.0.0.1:1"}, "telemetry", tmp_path)  # before connecting
     with pytest.raises(reader.TopicReadError, match=r"^KIP714_LANDING_READER: must be 'native' or 'python'"):
         open_reader({"bootstrap.servers": "x"}, "telemetry", _policy(), 10)
     for chosen in ("native", "python"):
