@@ -23,6 +23,8 @@ pub use text::python_float_repr;
 #[cfg(feature = "python")]
 mod librdkafka;
 #[cfg(feature = "python")]
+mod owned;
+#[cfg(feature = "python")]
 mod python;
 #[cfg(feature = "python")]
 mod reader;

@@ -1,33 +1,33 @@
-//! The Python module `kip714_native`: column buffers as a dict of bytes.
+//! The Python module `kip714_native`: column buffers as a dict of `Buffer`s (moved, not copied).
 
 use pyo3::buffer::PyBuffer;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
 
+use crate::owned::Buffer;
 use crate::text::{MapColumn, StringColumn};
 
-fn as_bytes<T: Copy>(values: &[T]) -> &[u8] {
-    // SAFETY: plain-old-data numbers viewed as their native-endian bytes, same length in bytes.
-    unsafe {
-        std::slice::from_raw_parts(values.as_ptr().cast::<u8>(), std::mem::size_of_val(values))
-    }
+
+/// Move a column into the dict as a `Buffer` (no copy).
+pub(crate) fn put<'py, T: Copy + Send + Sync + 'static>(
+    dict: &Bound<'py, PyDict>,
+    name: &str,
+    values: Vec<T>,
+) -> PyResult<()> {
+    dict.set_item(name, Buffer::new(values))
 }
 
-fn put<'py>(dict: &Bound<'py, PyDict>, name: &str, bytes: &[u8]) -> PyResult<()> {
-    dict.set_item(name, PyBytes::new(dict.py(), bytes))
+fn put_strings<'py>(dict: &Bound<'py, PyDict>, name: &str, column: StringColumn) -> PyResult<()> {
+    put(dict, &format!("{name}.offsets"), column.offsets)?;
+    put(dict, &format!("{name}.data"), column.data)?;
+    put(dict, &format!("{name}.valid"), column.valid)
 }
 
-fn put_strings<'py>(dict: &Bound<'py, PyDict>, name: &str, column: &StringColumn) -> PyResult<()> {
-    put(dict, &format!("{name}.offsets"), as_bytes(&column.offsets))?;
-    put(dict, &format!("{name}.data"), &column.data)?;
-    put(dict, &format!("{name}.valid"), &column.valid)
-}
-
-fn put_map<'py>(dict: &Bound<'py, PyDict>, name: &str, column: &MapColumn) -> PyResult<()> {
-    put(dict, &format!("{name}.offsets"), as_bytes(&column.offsets))?;
-    put_strings(dict, &format!("{name}.keys"), &column.keys)?;
-    put_strings(dict, &format!("{name}.values"), &column.values)
+fn put_map<'py>(dict: &Bound<'py, PyDict>, name: &str, column: MapColumn) -> PyResult<()> {
+    put(dict, &format!("{name}.offsets"), column.offsets)?;
+    put_strings(dict, &format!("{name}.keys"), column.keys)?;
+    put_strings(dict, &format!("{name}.values"), column.values)
 }
 
 /// Decode a list of record values (bytes or None) into column buffers.
@@ -49,7 +49,7 @@ fn decode_metrics<'py>(
         .map(|item| item.as_ref().map(|bytes| bytes.as_bytes(py)))
         .collect();
     let columns = py.allow_threads(|| crate::decode::decode_values(&slices));
-    columns_dict(py, &columns)
+    columns_dict(py, columns)
 }
 
 fn contiguous<'a>(py: Python<'a>, buffer: &'a PyBuffer<u8>, name: &str) -> PyResult<&'a [u8]> {
@@ -106,37 +106,37 @@ fn decode_binary<'py>(
         }
     }
     let columns = py.allow_threads(|| crate::decode::decode_values(&slices));
-    columns_dict(py, &columns)
+    columns_dict(py, columns)
 }
 
-fn columns_dict<'py>(py: Python<'py>, columns: &crate::decode::Columns) -> PyResult<Bound<'py, PyDict>> {
+fn columns_dict<'py>(py: Python<'py>, columns: crate::decode::Columns) -> PyResult<Bound<'py, PyDict>> {
     let dict = PyDict::new(py);
-    put(&dict, "status", &columns.status)?;
+    put(&dict, "status", columns.status)?;
     put(
         &dict,
         "points_per_record",
-        as_bytes(&columns.points_per_record),
+        columns.points_per_record,
     )?;
-    put(&dict, "point_record", as_bytes(&columns.point_record))?;
-    put(&dict, "point_scope", as_bytes(&columns.point_scope))?;
-    put(&dict, "point_metric", as_bytes(&columns.point_metric))?;
-    put(&dict, "start_time", as_bytes(&columns.start_time))?;
-    put(&dict, "time", as_bytes(&columns.time))?;
-    put(&dict, "value", as_bytes(&columns.value))?;
-    put(&dict, "value_int", as_bytes(&columns.value_int))?;
-    put(&dict, "value_int.valid", &columns.value_int_valid)?;
-    put(&dict, "flags", as_bytes(&columns.flags))?;
-    put_map(&dict, "attributes", &columns.attributes)?;
-    put(&dict, "scope_record", as_bytes(&columns.scope_record))?;
-    put_map(&dict, "resource_attributes", &columns.resource_attributes)?;
-    put_strings(&dict, "scope_name", &columns.scope_name)?;
-    put_strings(&dict, "scope_version", &columns.scope_version)?;
-    put_map(&dict, "scope_attributes", &columns.scope_attributes)?;
-    put_strings(&dict, "metric_name", &columns.metric_name)?;
-    put_strings(&dict, "metric_unit", &columns.metric_unit)?;
-    put(&dict, "metric_kind", &columns.metric_kind)?;
-    put(&dict, "temporality", &columns.temporality)?;
-    put(&dict, "is_monotonic", &columns.is_monotonic)?;
+    put(&dict, "point_record", columns.point_record)?;
+    put(&dict, "point_scope", columns.point_scope)?;
+    put(&dict, "point_metric", columns.point_metric)?;
+    put(&dict, "start_time", columns.start_time)?;
+    put(&dict, "time", columns.time)?;
+    put(&dict, "value", columns.value)?;
+    put(&dict, "value_int", columns.value_int)?;
+    put(&dict, "value_int.valid", columns.value_int_valid)?;
+    put(&dict, "flags", columns.flags)?;
+    put_map(&dict, "attributes", columns.attributes)?;
+    put(&dict, "scope_record", columns.scope_record)?;
+    put_map(&dict, "resource_attributes", columns.resource_attributes)?;
+    put_strings(&dict, "scope_name", columns.scope_name)?;
+    put_strings(&dict, "scope_version", columns.scope_version)?;
+    put_map(&dict, "scope_attributes", columns.scope_attributes)?;
+    put_strings(&dict, "metric_name", columns.metric_name)?;
+    put_strings(&dict, "metric_unit", columns.metric_unit)?;
+    put(&dict, "metric_kind", columns.metric_kind)?;
+    put(&dict, "temporality", columns.temporality)?;
+    put(&dict, "is_monotonic", columns.is_monotonic)?;
     Ok(dict)
 }
 
@@ -152,6 +152,7 @@ fn kip714_native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(decode_binary, module)?)?;
     module.add_function(wrap_pyfunction!(python_float_repr, module)?)?;
     module.add_class::<crate::reader::TopicReader>()?;
+    module.add_class::<Buffer>()?;
     module.add("FORMAT_VERSION", 1)?;
     Ok(())
 }

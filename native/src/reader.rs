@@ -18,6 +18,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
 
 use crate::librdkafka::{self, Api, Message, PartitionList, CONF_OK, CONSUMER, ERR_FATAL};
+use crate::python::put;
 
 /// Log lines kept between two `fetch` calls; more are counted, not kept (a broker flapping at
 /// debug level must not grow memory).
@@ -456,8 +457,8 @@ impl TopicReader {
         result.set_item("consumed", fetched.consumed)?;
         result.set_item("accepted", fetched.accepted)?;
         let full = PyList::empty(py);
-        for (partition, buffer) in &fetched.full {
-            full.append(chunk_dict(py, *partition, buffer)?)?;
+        for (partition, buffer) in fetched.full {
+            full.append(chunk_dict(py, partition, buffer)?)?;
         }
         result.set_item("full", full)?;
         result.set_item("reached_end", fetched.reached_end)?;
@@ -474,7 +475,7 @@ impl TopicReader {
         let chunks = PyList::empty(py);
         for partition in partitions {
             if let Some(buffer) = self.buffers.remove(&partition) {
-                chunks.append(chunk_dict(py, partition, &buffer)?)?;
+                chunks.append(chunk_dict(py, partition, buffer)?)?;
             }
         }
         self.buffers.clear();
@@ -625,11 +626,6 @@ unsafe fn consume_into(
     fetched
 }
 
-fn as_bytes<T: Copy>(values: &[T]) -> &[u8] {
-    // SAFETY: plain-old-data numbers viewed as their native-endian bytes, same length in bytes.
-    unsafe { std::slice::from_raw_parts(values.as_ptr().cast::<u8>(), std::mem::size_of_val(values)) }
-}
-
 fn header_set<'py>(py: Python<'py>, set: &HeaderSet) -> PyResult<Bound<'py, PyAny>> {
     let Some(headers) = set else { return Ok(py.None().into_bound(py)) };
     let mut items = Vec::with_capacity(headers.len());
@@ -644,21 +640,22 @@ fn header_set<'py>(py: Python<'py>, set: &HeaderSet) -> PyResult<Bound<'py, PyAn
     Ok(PyTuple::new(py, items)?.into_any())
 }
 
-/// A chunk as the Python side reads it: numbers and binary columns as little-endian buffers.
-fn chunk_dict<'py>(py: Python<'py>, partition: i32, buffer: &PartitionBuffer) -> PyResult<Bound<'py, PyDict>> {
+/// A chunk as the Python side reads it: numbers and binary columns as little-endian buffers, moved
+/// into `Buffer`s (not copied).
+fn chunk_dict<'py>(py: Python<'py>, partition: i32, buffer: PartitionBuffer) -> PyResult<Bound<'py, PyDict>> {
     let chunk = PyDict::new(py);
     chunk.set_item("partition", partition)?;
-    chunk.set_item("offsets", PyBytes::new(py, as_bytes(&buffer.offsets)))?;
-    chunk.set_item("timestamps", PyBytes::new(py, as_bytes(&buffer.timestamps)))?;
-    chunk.set_item("header_index", PyBytes::new(py, as_bytes(&buffer.header_index)))?;
-    for (name, column) in [("keys", &buffer.keys), ("values", &buffer.values)] {
-        chunk.set_item(format!("{name}.offsets"), PyBytes::new(py, as_bytes(&column.offsets)))?;
-        chunk.set_item(format!("{name}.data"), PyBytes::new(py, &column.data))?;
-        chunk.set_item(format!("{name}.valid"), PyBytes::new(py, &column.valid))?;
-    }
     let sets = PyList::empty(py);
     for set in &buffer.header_sets {
         sets.append(header_set(py, set)?)?;
+    }
+    put(&chunk, "offsets", buffer.offsets)?;
+    put(&chunk, "timestamps", buffer.timestamps)?;
+    put(&chunk, "header_index", buffer.header_index)?;
+    for (name, column) in [("keys", buffer.keys), ("values", buffer.values)] {
+        put(&chunk, &format!("{name}.offsets"), column.offsets)?;
+        put(&chunk, &format!("{name}.data"), column.data)?;
+        put(&chunk, &format!("{name}.valid"), column.valid)?;
     }
     chunk.set_item("header_sets", sets)?;
     Ok(chunk)

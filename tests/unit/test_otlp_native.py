@@ -279,10 +279,10 @@ def test_landing_form_keeps_dictionaries_with_null_labels(monkeypatch):
     assert client_ids.null_count == 8 and client_ids.to_pylist()[:4] == ["orders-1"] * 4
 
 
-def _buffers_equal(left: dict[str, bytes], right: dict[str, bytes]) -> None:
+def _buffers_equal(left: dict[str, object], right: dict[str, object]) -> None:
     assert left.keys() == right.keys()
     for name in left:
-        assert left[name] == right[name], name
+        assert bytes(memoryview(left[name])) == bytes(memoryview(right[name])), name
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -318,3 +318,23 @@ def test_decode_binary_refuses_offsets_outside_the_data():
         kip714_native.decode_binary(offsets, memoryview(b"ab"), validity, 0, 2, [])
     with pytest.raises(ValueError, match="shorter than the column"):
         kip714_native.decode_binary(offsets, data, validity, 0, 3, [])
+
+
+def test_column_buffers_are_read_only_views_that_keep_their_memory():
+    """Columns come back as ``kip714_native.Buffer`` (moved from Rust, not copied): readable through the
+    buffer protocol by Arrow and numpy, refused for writing, alive as long as an array uses them."""
+    import ctypes
+    import gc
+
+    buffers = kip714_native.decode_metrics([producer_like_payload(3, seed=1)])
+    times = buffers.pop("time")
+    assert isinstance(times, kip714_native.Buffer) and len(times) == 3 * 8
+    expected = bytes(memoryview(times))
+    array = pa.Array.from_buffers(pa.int64(), 3, [None, pa.py_buffer(times)])
+    del times, buffers
+    gc.collect()
+    assert np.frombuffer(array.buffers()[1], dtype=np.int64).tobytes() == expected
+    status = kip714_native.decode_metrics([b""])["status"]
+    assert memoryview(status).readonly
+    with pytest.raises(TypeError, match="not writable"):
+        (ctypes.c_char * len(status)).from_buffer(status)
