@@ -7,8 +7,10 @@ push until its terminating push, or until the end of the interval when it never 
 
 Status of an instance-hour, first match wins:
 
-* ``silent``: no terminating push and nothing landed for more than ``SILENT_AFTER`` intervals before
-  the interval's end; ``silent_since`` is its last landed push. A client the broker switched off (Kafka
+* ``silent``: no terminating push and nothing landed for more than ``SILENT_AFTER`` times the client's
+  cadence before the interval's end; ``silent_since`` is its last landed push. The cadence is the push
+  interval, or the client's last gap between two pushes when that is longer: a client the broker
+  throttles keeps pushing, only more slowly, and is not silent for it. A client the broker switched off (Kafka
   >= 4.3.1 answers a push that is too large after decompression with INVALID_RECORD, and the Java client
   then stops for good) and a client killed with SIGKILL both look like this.
 * ``throttled``: the broker's ``throttle.count`` for the instance grew in that hour.
@@ -74,6 +76,7 @@ def per_instance(pushes: DataFrame, interval: Interval, horizon_micros: int | No
         F.max("terminating").alias("terminated"),
         F.max_by("push_interval_ms", "push_time").alias("_header_ms"),
         F.percentile_approx("gap_seconds", 0.5, 1000).alias("_median_gap"),
+        F.max_by("gap_seconds", "push_time").alias("_last_gap"),
         F.max_by("who", "push_time").alias("who"),
     )
     interval_seconds = F.coalesce(
@@ -88,7 +91,8 @@ def per_instance(pushes: DataFrame, interval: Interval, horizon_micros: int | No
         )
         end = F.least(end, after_newest)
     quiet = _seconds(end) - _seconds(F.col("last_push"))
-    silent = ~F.col("terminated") & (quiet > SILENT_AFTER * F.col("interval_seconds"))
+    cadence = F.greatest(F.col("interval_seconds"), F.coalesce(F.col("_last_gap"), F.lit(0.0)))
+    silent = ~F.col("terminated") & (quiet > SILENT_AFTER * cadence)
     return (
         instances.withColumn("interval_seconds", interval_seconds)
         .withColumn("silent_since", F.when(silent, F.col("last_push")))

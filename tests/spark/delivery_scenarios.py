@@ -32,6 +32,8 @@ class DeliveryScenario:
     closed: SyntheticClient
     gappy: SyntheticClient
     throttled: SyntheticClient
+    slowed: SyntheticClient
+    slowed_from: datetime
     killed_at: datetime
     closed_at: datetime
     gap: tuple[datetime, datetime]
@@ -52,7 +54,7 @@ def _broker_rows(scenario: DeliveryScenario) -> list[dict[str, object]]:
     rows: list[dict[str, object]] = []
     for moment in push_times(start, end, offset_seconds=0).tolist():
         at = datetime.fromtimestamp(moment // NANOS, start.tzinfo)
-        known = 3 + (at < scenario.killed_at + timedelta(seconds=60)) + (at < scenario.closed_at)
+        known = 4 + (at < scenario.killed_at + timedelta(seconds=60)) + (at < scenario.closed_at)
         known += at >= scenario.unseen_from
         base = {**BROKER, "resource_attributes": {"node_id": "1", "cluster_id": CLUSTER}, "time": moment}
         rows.append(
@@ -82,7 +84,9 @@ def _broker_rows(scenario: DeliveryScenario) -> list[dict[str, object]]:
 def write_delivery_scenario(root: str) -> DeliveryScenario:
     """13:00-15:00, pushes every 10 s: a steady client; one killed at 13:20 (no terminating push); one
     closed at 13:30 with a terminating push; one with no push 13:10-13:12; one the broker throttled twice
-    at 13:40; from 13:05 the broker knows one instance more than push to it (a refused client).
+    at 13:40; one that pushes every 40 s from 14:50 (a throttled client keeps its slower cadence: its last
+    push, 14:59:25, is 35 s before the end, more than 2.5 intervals but not 2.5 of its own gaps); from
+    13:05 the broker knows one instance more than push to it (a refused client).
     """
     writer = LandingWriter(root)
     start, end = DAY.replace(hour=13), DAY.replace(hour=15)
@@ -97,6 +101,9 @@ def write_delivery_scenario(root: str) -> DeliveryScenario:
     _pushes(writer, closed, every[every < ns(closed_at)])
     _pushes(writer, gappy, every[(every < ns(gap[0])) | (every >= ns(gap[1]))])
     _pushes(writer, throttled, every)
+    slowed, slowed_from = make_client(76), DAY.replace(hour=14, minute=50)
+    slower = np.arange(ns(slowed_from) + 5 * NANOS, ns(end), 40 * NANOS, dtype=np.int64)
+    _pushes(writer, slowed, np.concatenate([every[every <= ns(slowed_from) + 5 * NANOS], slower[1:]]))
     terminating = {
         **client_labels(closed),
         "metric_name": METRIC,
@@ -109,7 +116,19 @@ def write_delivery_scenario(root: str) -> DeliveryScenario:
         "cluster_id": CLUSTER,
     }
     scenario = DeliveryScenario(
-        steady, killed, closed, gappy, throttled, killed_at, closed_at, gap, unseen_from, start, end
+        steady,
+        killed,
+        closed,
+        gappy,
+        throttled,
+        slowed,
+        slowed_from,
+        killed_at,
+        closed_at,
+        gap,
+        unseen_from,
+        start,
+        end,
     )
     writer.write(rows_table([terminating, *_broker_rows(scenario)]))
     return scenario

@@ -82,6 +82,16 @@ def test_broker_throttles_mark_the_client_throttled(delivery_run):
     assert hours[14]["status"] == "ok" and hours[14]["throttled_pushes"] == 0
 
 
+def test_a_client_pushing_more_slowly_is_not_silent_until_it_misses_its_own_cadence(delivery_run):
+    """Throttled clients push less often (the demo's payments producer: every ~16 s for a 5 s interval);
+    35 s after its last push, with 40 s between its recent pushes, it is late by the interval only."""
+    scenario, _, rows = delivery_run
+    hours = _of(rows, scenario.slowed)
+    assert hours[14]["status"] == "gaps" and hours[14]["silent_since"] is None
+    assert hours[14]["max_gap_seconds"] == pytest.approx(40.0)
+    assert hours[13]["status"] == "ok"
+
+
 def test_instances_the_broker_knew_but_never_saw_push(delivery_run):
     scenario, _, rows = delivery_run
     unseen = {row["hour_start"].hour: row for row in rows if row["client_instance_id"] is None}
@@ -89,7 +99,7 @@ def test_instances_the_broker_knew_but_never_saw_push(delivery_run):
     first = unseen[13]
     assert (first["unseen_instances"], first["status"], first["broker_node_id"]) == (1, "silent", 1)
     assert first["silent_since"].replace(tzinfo=scenario.start.tzinfo) == scenario.unseen_from
-    assert "knew 6 client-metrics instances, 5 pushed" in first["reason"]
+    assert "knew 7 client-metrics instances, 6 pushed" in first["reason"]
     assert unseen[14]["unseen_instances"] == 1
 
 
