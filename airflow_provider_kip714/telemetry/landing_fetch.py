@@ -247,10 +247,25 @@ def _milliseconds(seconds: float) -> int:
     return max(1, int(seconds * 1000))
 
 
+def software_identity() -> dict[str, str]:
+    """``client.software.name``/``version`` as confluent-kafka sets them on every client it creates.
+
+    The native reader runs confluent-kafka's own librdkafka, so it says the same: the lander's KIP-714
+    identity (what a subscription's ``client_software_name`` matches, what brokers log) does not change
+    with the reader. A connection that sets either keeps its own value.
+    """
+    import confluent_kafka
+
+    return {
+        "client.software.name": "confluent-kafka-python",
+        "client.software.version": f"{confluent_kafka.__version__}-rdkafka-{confluent_kafka.libversion()[0]}",
+    }
+
+
 def native_config(config: Mapping[str, Any]) -> list[tuple[str, str]] | str:
     """The consumer config as librdkafka properties, or why the native reader cannot take it."""
     properties: list[tuple[str, str]] = []
-    for key, value in config.items():
+    for key, value in {**software_identity(), **config}.items():
         if key in _NATIVE_CALLBACKS:
             continue
         if isinstance(value, bool):

@@ -7,6 +7,8 @@ value and headers, cut chunks and stop at the same places, and quarantine the sa
 
 from __future__ import annotations
 
+import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -16,8 +18,14 @@ from confluent_kafka import Producer
 from kip714_dev.local_kafka.cluster import LocalKafkaCluster
 from telemetry_helpers import client_headers, create_topic, producer_like_payload, read_dir
 
+from airflow_provider_kip714.contract.topic import Header
+from airflow_provider_kip714.hooks.telemetry_topic import TelemetryTopicHook
+from airflow_provider_kip714.subscriptions.admin import ClientMetricsAdmin
+from airflow_provider_kip714.subscriptions.kafka_python_config import to_kafka_python_kwargs
+from airflow_provider_kip714.subscriptions.model import Subscription
 from airflow_provider_kip714.telemetry import landing_fetch
 from airflow_provider_kip714.telemetry.landing import LandingResult, land_topic
+from airflow_provider_kip714.telemetry.landing_fetch import software_identity
 
 pytestmark = pytest.mark.integration
 
@@ -145,3 +153,56 @@ def test_max_records_stops_mid_batch_and_the_next_run_resumes_exactly(
     raw = read_dir(tmp_path / "zone" / "raw")
     landed = sorted(zip(raw.column("partition").to_pylist(), raw.column("offset").to_pylist(), strict=True))
     assert landed == sorted((p, o) for p in range(2) for o in range(250))
+
+
+def test_the_lander_tells_the_broker_the_same_software_with_either_reader(
+    kafka_cluster: LocalKafkaCluster, tmp_path: Path
+) -> None:
+    """A subscription that matches (or excludes) the lander by ``client_software_name`` must not depend on
+    the reader: the native one runs confluent-kafka's librdkafka and says what confluent-kafka says. The
+    broker's view is read back from the telemetry topic, where the plugin records each push's identity."""
+    if not kafka_cluster.plugin_loaded:
+        pytest.skip("broker plugin jar not built: run `make plugin`")
+    config = kafka_cluster.client_config()
+    prefix = f"lander-{uuid.uuid4().hex[:8]}"
+    name = f"kip714-test-{prefix}"
+    topic = create_topic(config, 2, prefix="identity")
+    producer = Producer({**config, "enable.metrics.push": False})
+    for index in range(50):
+        producer.produce(topic, value=producer_like_payload(2, seed=index), headers=client_headers())
+    assert producer.flush(30) == 0
+    expected = {f"{prefix}-{reader}": reader for reader in ("native", "python")}
+    with ClientMetricsAdmin(to_kafka_python_kwargs(config)) as admin:
+        admin.upsert(
+            Subscription.from_spec(name, metrics="*", interval_ms=500, match=f"client_id={prefix}-.*")
+        )
+        try:
+            for client_id, reader in expected.items():
+                lander = {**config, "client.id": client_id, "enable.metrics.push": True}
+                deadline = time.monotonic() + 30
+                # a run shorter than the first push's jitter pushes nothing: land (an empty run) until it did
+                while not _identities(config, kafka_cluster.telemetry_topic, client_id):
+                    assert time.monotonic() < deadline, f"no push from the {reader} reader's client"
+                    _land(lander, topic, tmp_path / reader, reader)
+        finally:
+            admin.delete(name)
+    seen = {
+        client_id: _identities(config, kafka_cluster.telemetry_topic, client_id) for client_id in expected
+    }
+    native, python = (seen[f"{prefix}-{reader}"] for reader in ("native", "python"))
+    assert (
+        python
+        == native
+        == {(software_identity()["client.software.name"], software_identity()["client.software.version"])}
+    )
+
+
+def _identities(config: dict[str, Any], telemetry_topic: str, client_id: str) -> set[tuple[str, str]]:
+    """(software name, version) of every landed push by ``client_id`` on the telemetry topic."""
+    hook = TelemetryTopicHook(config=config, topic=telemetry_topic)
+    found: set[tuple[str, str]] = set()
+    for item in hook.iter_records("earliest", decode=False, timeout_s=5):
+        headers = {key: (value or b"").decode() for key, value in item.record.headers or []}
+        if headers.get(Header.CLIENT_ID) == client_id:
+            found.add((headers[Header.CLIENT_SOFTWARE_NAME], headers[Header.CLIENT_SOFTWARE_VERSION]))
+    return found

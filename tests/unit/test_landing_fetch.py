@@ -16,6 +16,7 @@ from airflow_provider_kip714.telemetry.landing_fetch import (
     PythonReader,
     native_config,
     open_reader,
+    software_identity,
 )
 
 
@@ -29,11 +30,24 @@ def test_native_config_renders_librdkafka_properties() -> None:
         "error_cb": print,
     }
     assert native_config(config) == [
+        *software_identity().items(),
         ("bootstrap.servers", "127.0.0.1:9092"),
         ("enable.auto.commit", "false"),
         ("fetch.max.bytes", "1024"),
         ("socket.timeout.ms", "1500.0"),
     ]
+
+
+def test_the_native_reader_says_what_confluent_kafka_says_unless_the_connection_does() -> None:
+    import confluent_kafka
+
+    identity = software_identity()
+    assert identity["client.software.name"] == "confluent-kafka-python"
+    assert identity["client.software.version"] == (
+        f"{confluent_kafka.__version__}-rdkafka-{confluent_kafka.libversion()[0]}"
+    )
+    mine = dict(native_config({"client.software.name": "orders-lander", "bootstrap.servers": "x"}))  # type: ignore[arg-type]
+    assert mine["client.software.name"] == "orders-lander"
 
 
 def test_a_callback_only_confluent_kafka_serves_keeps_the_python_reader() -> None:
