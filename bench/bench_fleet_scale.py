@@ -64,6 +64,7 @@ from kio.static.primitive import i8, i32
 from kip714_dev.kafka_wire import AsyncKafkaWireConnection
 from kip714_dev.local_kafka.cluster import LocalKafkaCluster
 from kip714_dev.local_kafka.cluster_factory import LocalKafkaClusterFactory
+from kip714_dev.signals import exit_on_sigterm
 
 from airflow_provider_kip714.subscriptions.admin import ClientMetricsAdmin
 from airflow_provider_kip714.subscriptions.kafka_python_config import to_kafka_python_kwargs
@@ -475,4 +476,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    exit_on_sigterm()  # a kill still stops the local brokers this script started
     main()

@@ -242,4 +242,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    from kip714_dev.signals import exit_on_sigterm
+
+    exit_on_sigterm()  # a kill still stops the local brokers this script started
     main()

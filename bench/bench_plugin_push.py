@@ -39,6 +39,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 from kip714_dev.local_kafka.cluster import LocalKafkaCluster
 from kip714_dev.local_kafka.cluster_factory import LocalKafkaClusterFactory
 from kip714_dev.local_kafka.plugin_jar import default_plugin_jar, repository_root
+from kip714_dev.signals import exit_on_sigterm
 from kip714_dev.telemetry_probe import TelemetryProbe
 from opentelemetry.proto.common.v1.common_pb2 import KeyValue
 from opentelemetry.proto.metrics.v1.metrics_pb2 import HistogramDataPoint, Metric, MetricsData
@@ -748,4 +749,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    exit_on_sigterm()  # a kill still stops the local brokers this script started
     sys.exit(main())

@@ -16,6 +16,7 @@ import uuid
 from confluent_kafka import Consumer, Producer, TopicPartition
 from kip714_dev.local_kafka.cluster import LocalKafkaCluster
 from kip714_dev.local_kafka.cluster_factory import LocalKafkaClusterFactory
+from kip714_dev.signals import exit_on_sigterm
 
 from airflow_provider_kip714.contract.topic import Header
 from airflow_provider_kip714.subscriptions.admin import ClientMetricsAdmin
@@ -113,4 +114,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    exit_on_sigterm()  # a kill still stops the local brokers this script started
     main()
