@@ -16,6 +16,7 @@ reader behaves the same way:
 
 from __future__ import annotations
 
+import concurrent.futures
 import logging
 import math
 import time
@@ -60,6 +61,10 @@ FATAL_CODES: Final = frozenset(
 )
 # Connection-level errors: fatal only when they last longer than the metadata timeout.
 _OUTAGE_CODES: Final = frozenset({KafkaError._ALL_BROKERS_DOWN, KafkaError._TRANSPORT, KafkaError._RESOLVE})
+# Connection errors that retrying cannot fix: the run's first contact fails on them at once.
+_REFUSAL_CODES: Final = frozenset(
+    {KafkaError._AUTHENTICATION, KafkaError.SASL_AUTHENTICATION_FAILED, KafkaError._SSL}
+)
 
 StartAt = Literal["earliest", "latest"] | datetime
 
@@ -165,6 +170,11 @@ def describe_error(topic: str, error: KafkaError) -> str:
         return f"topic: not authorized to read {topic!r} ({error.str()}); grant DESCRIBE and READ on it"
     if code in (KafkaError.SASL_AUTHENTICATION_FAILED, KafkaError._AUTHENTICATION):
         return f"connection: authentication failed ({error.str()}); check sasl.username/sasl.password"
+    if code == KafkaError._SSL:
+        return (
+            f"connection: TLS handshake failed ({error.str()}); check ssl.ca.location (the CA that signed "
+            "the brokers' certificates) and that bootstrap.servers names the brokers as their certificates do"
+        )
     if code in (KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_TOPIC, KafkaError.UNKNOWN_TOPIC_ID):
         return f"topic: {topic!r} does not exist (or was deleted while reading) ({error.str()})"
     if code in (KafkaError._AUTO_OFFSET_RESET, KafkaError.OFFSET_OUT_OF_RANGE):
@@ -219,17 +229,30 @@ def describe_topic(base: Mapping[str, Any], topic: str, timeout_s: float) -> Top
     """The topic's id and partitions, in one request a landing run makes before any consumer exists."""
     config = {k: v for k, v in base.items() if k in _ADMIN_KEYS or k.startswith(_ADMIN_PREFIXES)}
     config.setdefault("logger", LIBRDKAFKA_LOG)
+    # error_cb runs only inside poll(): the wait polls, so a refused login or TLS handshake ends the
+    # run at once in its own words, instead of as a timeout that reads like an unreachable broker.
+    refusals: list[KafkaError] = []
+    config["error_cb"] = lambda error: refusals.append(error) if error.code() in _REFUSAL_CODES else None
     admin = AdminClient(config)
     try:
         future = admin.describe_topics(TopicCollection([topic]), request_timeout=timeout_s)[topic]
-        description = future.result(timeout=timeout_s + 5)
+        deadline = time.monotonic() + timeout_s + 5
+        while not future.done():
+            concurrent.futures.wait([future], timeout=0.05)  # returns as soon as the answer is in
+            admin.poll(0)
+            if refusals:
+                raise TopicReadError(describe_error(topic, refusals[0]))
+            if time.monotonic() > deadline:
+                raise TopicReadError(_unreachable(base, timeout_s, "timed out"))
+        description = future.result()
     except KafkaException as err:
         error = err.args[0]
+        admin.poll(0)  # the refusal that made the request time out, if any, explains it better
+        if refusals:
+            raise TopicReadError(describe_error(topic, refusals[0])) from None
         if error.code() in (KafkaError._TIMED_OUT, KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN):
             raise TopicReadError(_unreachable(base, timeout_s, error.str())) from None
         raise TopicReadError(describe_error(topic, error)) from None
-    except TimeoutError:
-        raise TopicReadError(_unreachable(base, timeout_s, "timed out")) from None
     return TopicIdentity(str(description.topic_id), sorted(info.id for info in description.partitions))
 
 

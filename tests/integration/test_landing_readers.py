@@ -16,6 +16,8 @@ import pyarrow as pa
 import pytest
 from confluent_kafka import Producer
 from kip714_dev.local_kafka.cluster import LocalKafkaCluster
+from kip714_dev.local_kafka.cluster_factory import LocalKafkaClusterFactory
+from kip714_dev.local_kafka.tls import ca_location, make_keystore
 from telemetry_helpers import client_headers, create_topic, producer_like_payload, read_dir
 
 from airflow_provider_kip714.contract.topic import Header
@@ -26,6 +28,7 @@ from airflow_provider_kip714.subscriptions.model import Subscription
 from airflow_provider_kip714.telemetry import landing_fetch
 from airflow_provider_kip714.telemetry.landing import LandingResult, land_topic
 from airflow_provider_kip714.telemetry.landing_fetch import software_identity
+from airflow_provider_kip714.telemetry.reader import TopicReadError
 
 pytestmark = pytest.mark.integration
 
@@ -206,3 +209,45 @@ def _identities(config: dict[str, Any], telemetry_topic: str, client_id: str) ->
         if headers.get(Header.CLIENT_ID) == client_id:
             found.add((headers[Header.CLIENT_SOFTWARE_NAME], headers[Header.CLIENT_SOFTWARE_VERSION]))
     return found
+
+
+@pytest.fixture(scope="module")
+def tls_cluster(kafka_cluster_factory: LocalKafkaClusterFactory) -> LocalKafkaCluster:
+    """SASL_SSL with a throwaway certificate for 127.0.0.1: TLS in confluent-kafka and the native reader."""
+    return kafka_cluster_factory.start(name="tls-kafka", with_plugin=False, tls=True)
+
+
+def test_both_readers_land_over_sasl_ssl_and_refuse_a_broker_they_do_not_trust(
+    tls_cluster: LocalKafkaCluster, tmp_path: Path
+) -> None:
+    """The native reader runs confluent-kafka's librdkafka, OpenSSL included: the same TLS handshake,
+    hostname check and error. Landing over SASL_SSL gives both readers the same files; a CA that did
+    not sign the broker's certificate fails the run in one line and lands nothing."""
+    config = tls_cluster.client_config(sasl_user=sorted(tls_cluster.sasl_users)[0])
+    assert config["security.protocol"] == "SASL_SSL" and Path(config["ssl.ca.location"]).is_file()
+    topic = create_topic(config, partitions=3)
+    produced = _produce_every_shape(config, topic)
+
+    native = _land(config, topic, tmp_path / "native", "native")
+    python = _land(config, topic, tmp_path / "python", "python")
+    assert native.records == python.records == produced
+    for table in ("raw", "datapoints"):
+        landed = _sorted(read_dir(tmp_path / "native" / table))
+        assert landed.equals(_sorted(read_dir(tmp_path / "python" / table))), table
+
+    stranger = ca_location(make_keystore(tmp_path / "another-ca"))
+    for reader in ("native", "python"):
+        untrusting = {**config, "ssl.ca.location": str(stranger)}
+        with pytest.raises(TopicReadError) as refused:
+            _land(untrusting, topic, tmp_path / f"refused-{reader}", reader, metadata_timeout_s=10)
+        message = str(refused.value)
+        assert message.startswith("connection: TLS handshake failed (") and "\n" not in message, message
+        assert "certificate verify failed" in message and "check ssl.ca.location" in message
+        assert not list((tmp_path / f"refused-{reader}").rglob("*.parquet"))
+    wrong_password = {**config, "sasl.password": "not-the-password"}
+    started = time.monotonic()
+    with pytest.raises(
+        TopicReadError, match=r"^connection: authentication failed \(.*Invalid username or password"
+    ):
+        _land(wrong_password, topic, tmp_path / "wrong-password", "native", metadata_timeout_s=30)
+    assert time.monotonic() - started < 15  # refused at once, not after the 30 s a dead broker gets

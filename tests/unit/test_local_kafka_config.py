@@ -262,3 +262,20 @@ def test_cluster_settings_refuse_bad_counts_and_overlapping_ports(
     base = BrokerSettings(data_dir=tmp_path, kafka_version=KafkaVersion.parse("4.4.0"), **ports)
     with pytest.raises(LocalKafkaError, match=message):
         cluster_settings(base, brokers)
+
+
+def test_a_keystore_turns_the_sasl_listener_into_sasl_ssl(tmp_path: Path) -> None:
+    keystore = tmp_path / "tls" / "broker.p12"
+    settings = _settings(tmp_path, sasl_port=29094, sasl_users={"alice": "a"}, tls_keystore=keystore)
+    properties = broker_properties(settings, DataDirLayout(tmp_path))
+    assert (
+        properties["listeners"].startswith("PLAINTEXT://127.0.0.1:")
+        and "SASL_SSL://127.0.0.1:29094" in (properties["listeners"])
+    )
+    assert "SASL_SSL:SASL_SSL" in properties["listener.security.protocol.map"]
+    assert properties["listener.name.sasl_ssl.ssl.keystore.location"] == str(keystore)
+    assert properties["listener.name.sasl_ssl.ssl.keystore.type"] == "PKCS12"
+    assert "user_alice" in properties["listener.name.sasl_ssl.plain.sasl.jaas.config"]
+    assert "SASL_PLAINTEXT" not in properties["listeners"]
+    with pytest.raises(LocalKafkaError, match=r"^tls_keystore: TLS is served on the SASL listener"):
+        _settings(tmp_path, tls_keystore=keystore)

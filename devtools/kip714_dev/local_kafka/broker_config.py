@@ -3,7 +3,8 @@
 Every node runs KRaft combined mode (``process.roles=broker,controller``) with a static voter set:
 one voter for a single broker, every node for ``--brokers N`` (3 voters survive one node's death),
 so the same ``server.properties`` and storage format work on Kafka 3.7+ and 4.x. Every listener
-binds 127.0.0.1. Optional SASL/PLAIN listener gives clients real principals. Internal topics get
+binds 127.0.0.1. Optional SASL/PLAIN listener gives clients real principals (over TLS with a
+keystore: SASL_SSL). Internal topics get
 ``min(3, N)`` replicas.
 """
 
@@ -18,6 +19,7 @@ from typing import Final
 
 from airflow_provider_kip714.contract.topic import DEFAULT_TELEMETRY_TOPIC
 from kip714_dev.errors import LocalKafkaError
+from kip714_dev.local_kafka.tls import KEYSTORE_PASSWORD as TLS_KEYSTORE_PASSWORD
 from kip714_dev.local_kafka.versions import KafkaVersion, LoggingBackend
 
 LOOPBACK_HOST: Final = "127.0.0.1"
@@ -29,6 +31,7 @@ DEFAULT_BROKER_METRICS_INTERVAL_MS: Final = 30_000
 
 PLAINTEXT_LISTENER: Final = "PLAINTEXT"
 SASL_LISTENER: Final = "SASL_PLAINTEXT"
+SASL_SSL_LISTENER: Final = "SASL_SSL"
 CONTROLLER_LISTENER: Final = "CONTROLLER"
 
 DATA_DIR_ENV: Final = "KIP714_LOCAL_KAFKA_DIR"
@@ -134,6 +137,8 @@ class BrokerSettings:
     broker_metrics_interval_ms: int = DEFAULT_BROKER_METRICS_INTERVAL_MS
     plugin_jar: Path | None = None
     overrides: Mapping[str, str] = field(default_factory=dict)
+    # PKCS12 keystore (``tls.make_keystore``): the SASL listener speaks SASL_SSL instead of SASL_PLAINTEXT.
+    tls_keystore: Path | None = None
     # Every node of the cluster as (node id, controller port, PLAINTEXT port); empty: this node alone.
     cluster_nodes: tuple[tuple[int, int, int], ...] = ()
 
@@ -160,6 +165,8 @@ class BrokerSettings:
                 f"--telemetry-topic: must be a legal Kafka topic name (letters, digits, '.', '_', '-'), "
                 f"got {self.telemetry_topic!r}"
             )
+        if self.tls_keystore is not None and not self.sasl_users:
+            raise LocalKafkaError("tls_keystore: TLS is served on the SASL listener; give SASL users too")
         for key in self.overrides:
             if key in RESERVED_KEYS:
                 raise LocalKafkaError(f"--override: {key} is set by the launcher")
@@ -187,6 +194,11 @@ class BrokerSettings:
     @property
     def sasl_bootstrap_servers(self) -> str | None:
         return f"{LOOPBACK_HOST}:{self.sasl_port}" if self.sasl_users else None
+
+    @property
+    def sasl_listener(self) -> str:
+        """Name and security protocol of the SASL listener: SASL_SSL with a keystore, else SASL_PLAINTEXT."""
+        return SASL_SSL_LISTENER if self.tls_keystore is not None else SASL_LISTENER
 
     @property
     def ports(self) -> dict[str, int]:
@@ -257,8 +269,8 @@ def broker_properties(settings: BrokerSettings, layout: DataDirLayout) -> dict[s
     listeners = [f"{PLAINTEXT_LISTENER}://{settings.bootstrap_servers}"]
     protocol_map = [f"{CONTROLLER_LISTENER}:PLAINTEXT", f"{PLAINTEXT_LISTENER}:PLAINTEXT"]
     if settings.sasl_users:
-        listeners.append(f"{SASL_LISTENER}://{settings.sasl_bootstrap_servers}")
-        protocol_map.append(f"{SASL_LISTENER}:SASL_PLAINTEXT")
+        listeners.append(f"{settings.sasl_listener}://{settings.sasl_bootstrap_servers}")
+        protocol_map.append(f"{settings.sasl_listener}:{settings.sasl_listener}")
     advertised = ",".join(listeners)
     controller = f"{CONTROLLER_LISTENER}://{LOOPBACK_HOST}:{settings.controller_port}"
     voters = ",".join(f"{node}@{LOOPBACK_HOST}:{port}" for node, port, _ in settings.nodes)
@@ -292,11 +304,16 @@ def broker_properties(settings: BrokerSettings, layout: DataDirLayout) -> dict[s
     }
     if settings.sasl_users:
         jaas_users = " ".join(f'user_{name}="{password}"' for name, password in settings.sasl_users.items())
-        listener_prefix = f"listener.name.{SASL_LISTENER.lower()}.plain"
+        listener_prefix = f"listener.name.{settings.sasl_listener.lower()}"
         properties["sasl.enabled.mechanisms"] = "PLAIN"
-        properties[f"{listener_prefix}.sasl.jaas.config"] = (
+        properties[f"{listener_prefix}.plain.sasl.jaas.config"] = (
             f"org.apache.kafka.common.security.plain.PlainLoginModule required {jaas_users};"
         )
+        if settings.tls_keystore is not None:
+            properties[f"{listener_prefix}.ssl.keystore.type"] = "PKCS12"
+            properties[f"{listener_prefix}.ssl.keystore.location"] = str(settings.tls_keystore)
+            properties[f"{listener_prefix}.ssl.keystore.password"] = TLS_KEYSTORE_PASSWORD
+            properties[f"{listener_prefix}.ssl.key.password"] = TLS_KEYSTORE_PASSWORD
     if settings.telemetry_max_bytes is not None:
         properties["telemetry.max.bytes"] = str(settings.telemetry_max_bytes)
     if settings.plugin_jar is not None:

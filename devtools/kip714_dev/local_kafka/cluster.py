@@ -29,6 +29,7 @@ from kip714_dev.local_kafka.launcher import (
 )
 from kip714_dev.local_kafka.process_control import is_our_broker, wait_for_exit
 from kip714_dev.local_kafka.state import LocalKafkaState
+from kip714_dev.local_kafka.tls import ca_location
 
 
 @dataclass
@@ -178,18 +179,21 @@ class LocalKafkaCluster:
         return [broker.node_id for broker in self.brokers]
 
     def client_config(self, sasl_user: str | None = None, **extra: Any) -> dict[str, Any]:
-        """confluent-kafka settings for the PLAINTEXT listeners, or SASL/PLAIN as ``sasl_user``."""
+        """confluent-kafka settings for the PLAINTEXT listeners, or SASL/PLAIN as ``sasl_user`` (over TLS,
+        trusting the cluster's certificate, when it was started with ``tls``)."""
         config: dict[str, Any] = {"bootstrap.servers": self.bootstrap_servers}
         if sasl_user is not None:
             if self.sasl_bootstrap_servers is None or sasl_user not in self.settings.sasl_users:
                 raise LocalKafkaError(f"sasl_user: {sasl_user!r} is not a SASL user of this cluster")
             config = {
                 "bootstrap.servers": self.sasl_bootstrap_servers,
-                "security.protocol": "SASL_PLAINTEXT",
+                "security.protocol": self.settings.sasl_listener,
                 "sasl.mechanism": "PLAIN",
                 "sasl.username": sasl_user,
                 "sasl.password": self.settings.sasl_users[sasl_user],
             }
+            if self.settings.tls_keystore is not None:
+                config["ssl.ca.location"] = str(ca_location(self.settings.tls_keystore))
         config.update(extra)
         return config
 

@@ -17,6 +17,7 @@ from kip714_dev.local_kafka.brokers import cluster_settings
 from kip714_dev.local_kafka.cluster import LocalKafkaCluster
 from kip714_dev.local_kafka.plugin_jar import PLUGIN_JAR_ENV, default_plugin_jar
 from kip714_dev.local_kafka.ports import PortInUseError, free_ports
+from kip714_dev.local_kafka.tls import make_keystore
 from kip714_dev.local_kafka.versions import DEFAULT_KAFKA_VERSION, KafkaVersion
 
 log = logging.getLogger(__name__)
@@ -47,11 +48,13 @@ class LocalKafkaClusterFactory:
         node_id: int = 1,
         name: str | None = None,
         brokers: int = 1,
+        tls: bool = False,
     ) -> LocalKafkaCluster:
         """Start one more cluster of ``brokers`` nodes on fresh free ports; the plugin jar is loaded
-        when built."""
+        when built. ``tls``: the SASL listener speaks SASL_SSL (a throwaway certificate, ``tls.py``)."""
         plugin_jar = self._plugin_jar() if with_plugin else None
         data_dir = self.base_dir / (name or f"kafka-{kafka_version}-{len(self.clusters) + 1}")
+        tls_keystore = make_keystore(data_dir / "tls") if tls else None
         for attempt in range(1, PORT_ATTEMPTS + 1):
             ports = free_ports(3 * brokers)
             node_ports = [tuple(ports[3 * k : 3 * k + 3]) for k in range(brokers)]
@@ -69,6 +72,7 @@ class LocalKafkaClusterFactory:
                 broker_metrics_interval_ms=broker_metrics_interval_ms,
                 plugin_jar=plugin_jar,
                 overrides=dict(overrides or {}),
+                tls_keystore=tls_keystore,
             )
             try:
                 cluster = LocalKafkaCluster.start(cluster_settings(settings, brokers, node_ports))
