@@ -64,12 +64,18 @@ class TelemetryTopicHook(Kip714KafkaBaseHook):
     # ---- reading -------------------------------------------------------------------------------
 
     def assign(
-        self, consumer: Consumer, start: StartAt, timeout_s: float = reader.DEFAULT_METADATA_TIMEOUT_S
+        self,
+        consumer: Consumer,
+        start: StartAt,
+        timeout_s: float = reader.DEFAULT_METADATA_TIMEOUT_S,
+        policy: reader.ErrorPolicy | None = None,
     ) -> dict[int, tuple[int, int]]:
-        """Assign every partition from ``start``; return partition -> (start offset, end offset read now)."""
+        """Assign every partition from ``start``; return partition -> (start offset, end offset read now).
+
+        ``policy``: the one ``get_conn`` was given, so a refused login or TLS handshake fails at once."""
         reader.check_duration("timeout_s", timeout_s, allow_none=False)
         servers = str(self.client_config().get("bootstrap.servers"))
-        return reader.assign_from(consumer, self.topic, start, timeout_s, servers)
+        return reader.assign_from(consumer, self.topic, start, timeout_s, servers, policy)
 
     def iter_records(
         self,
@@ -92,7 +98,9 @@ class TelemetryTopicHook(Kip714KafkaBaseHook):
         consumer = self.get_conn(policy)
         try:
             metadata_timeout = reader.DEFAULT_METADATA_TIMEOUT_S
-            ranges = self.assign(consumer, start, min(metadata_timeout, timeout_s or metadata_timeout))
+            ranges = self.assign(
+                consumer, start, min(metadata_timeout, timeout_s or metadata_timeout), policy
+            )
             pending = {p for p, (first, end) in ranges.items() if first < end} if stop_at_end else set(ranges)
             deadline = None if timeout_s is None else time.monotonic() + timeout_s
             yielded = 0
@@ -143,12 +151,14 @@ class TelemetryTopicHook(Kip714KafkaBaseHook):
         return land_topic(self.client_config(), self.topic, out_dir, **options)
 
     def test_connection(self) -> tuple[bool, str]:
+        policy = reader.ErrorPolicy(self.topic)
         try:
-            consumer = self.get_conn()
+            consumer = self.get_conn(policy)
         except Exception as err:
             return False, str(err)
         try:
-            partitions = reader.partitions_of(consumer, self.topic, 10.0)
+            servers = str(self.client_config().get("bootstrap.servers"))
+            partitions = reader.partitions_of(consumer, self.topic, 10.0, servers, policy)
             return True, f"topic {self.topic!r}: {len(partitions)} partitions"
         except Exception as err:
             return False, str(err)

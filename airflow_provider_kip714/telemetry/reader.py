@@ -113,6 +113,8 @@ class ErrorPolicy:
         self._outage_since: float | None = None
         self._pending: TopicReadError | None = None
         self._silent = False
+        self.refusal: KafkaError | None = None
+        """The first refused login or TLS handshake: first contact fails on it (``partitions_of``)."""
 
     def silence(self) -> None:
         """Ignore what the client reports from now on (call before ``close()``, which serves its queue)."""
@@ -122,6 +124,8 @@ class ErrorPolicy:
         """librdkafka's ``error_cb`` (called on the consuming thread, inside consume/poll)."""
         if self._silent:
             return
+        if self.refusal is None and error.code() in _REFUSAL_CODES:
+            self.refusal = error
         try:
             self.check(error)
         except TopicReadError as err:
@@ -261,14 +265,33 @@ _ADMIN_KEYS: Final = frozenset({"bootstrap.servers", "client.id", "client.dns.lo
 _ADMIN_PREFIXES: Final = ("security.", "sasl.", "ssl.", "oauth", "broker.address.")
 
 
-def partitions_of(consumer: Consumer, topic: str, timeout_s: float, servers: str = "?") -> list[int]:
-    """The topic's partitions, or one line saying why it cannot be read."""
-    try:
-        metadata = consumer.list_topics(topic, timeout=timeout_s)
-    except KafkaException as err:
-        raise TopicReadError(
-            _unreachable({"bootstrap.servers": servers}, timeout_s, err.args[0].str())
-        ) from None
+def partitions_of(
+    consumer: Consumer, topic: str, timeout_s: float, servers: str = "?", policy: ErrorPolicy | None = None
+) -> list[int]:
+    """The topic's partitions, or one line saying why it cannot be read.
+
+    With the consumer's ``policy``, the wait is cut in short metadata requests with ``poll(0)`` between
+    them (librdkafka's ``error_cb`` runs only there): a refused login or TLS handshake fails at once,
+    in its own words, instead of as a broker that never answered.
+    """
+    deadline = time.monotonic() + timeout_s
+    while True:
+        remaining = max(0.001, deadline - time.monotonic())
+        try:
+            metadata = consumer.list_topics(
+                topic, timeout=remaining if policy is None else min(remaining, 0.5)
+            )
+            break
+        except KafkaException as err:
+            if policy is not None:
+                consumer.poll(0)  # nothing is assigned yet: this serves callbacks only
+                if policy.refusal is not None:
+                    raise TopicReadError(describe_error(topic, policy.refusal)) from None
+                if err.args[0].code() == KafkaError._TIMED_OUT and time.monotonic() < deadline:
+                    continue
+            raise TopicReadError(
+                _unreachable({"bootstrap.servers": servers}, timeout_s, err.args[0].str())
+            ) from None
     topic_metadata = metadata.topics.get(topic)
     if topic_metadata is None:
         raise TopicReadError(f"topic: {topic!r} does not exist")
@@ -339,9 +362,10 @@ def assign_from(
     start: StartAt,
     timeout_s: float = DEFAULT_METADATA_TIMEOUT_S,
     servers: str = "?",
+    policy: ErrorPolicy | None = None,
 ) -> dict[int, tuple[int, int]]:
     """Assign every partition from ``start``; return partition -> (start offset, end offset read now)."""
-    partitions = partitions_of(consumer, topic, timeout_s, servers)
+    partitions = partitions_of(consumer, topic, timeout_s, servers, policy)
     marks = watermarks(consumer, topic, partitions, timeout_s)
     starts = start_offsets(consumer, topic, marks, start, timeout_s)
     assign(consumer, topic, starts)

@@ -121,7 +121,7 @@ def open_arrival_consumer(
     consumer = reader.open_consumer(config, policy)
     try:
         since = datetime.fromtimestamp(since_ms / 1000, tz=UTC)
-        reader.assign_from(consumer, topic, since, timeout_s, str(config.get("bootstrap.servers")))
+        reader.assign_from(consumer, topic, since, timeout_s, str(config.get("bootstrap.servers")), policy)
     except BaseException:
         consumer.close()
         raise

@@ -7,6 +7,7 @@ value and headers, cut chunks and stop at the same places, and quarantine the sa
 
 from __future__ import annotations
 
+import re
 import time
 import uuid
 from pathlib import Path
@@ -251,3 +252,29 @@ def test_both_readers_land_over_sasl_ssl_and_refuse_a_broker_they_do_not_trust(
     ):
         _land(wrong_password, topic, tmp_path / "wrong-password", "native", metadata_timeout_s=30)
     assert time.monotonic() - started < 15  # refused at once, not after the 30 s a dead broker gets
+
+
+def test_reading_and_testing_the_connection_name_a_refused_handshake_or_login(
+    tls_cluster: LocalKafkaCluster, tmp_path: Path
+) -> None:
+    """The hook's reads, its connection test (Airflow's "Test" button) and the arrival trigger share the
+    first contact of ``reader.partitions_of``: a wrong CA or password is named, at once."""
+    config = tls_cluster.client_config(sasl_user=sorted(tls_cluster.sasl_users)[0])
+    topic = create_topic(config, partitions=1)
+    stranger = str(ca_location(make_keystore(tmp_path / "another-ca")))
+    cases = {
+        "connection: TLS handshake failed (": {**config, "ssl.ca.location": stranger},
+        "connection: authentication failed (": {**config, "sasl.password": "not-the-password"},
+    }
+    for expected, broken in cases.items():
+        hook = TelemetryTopicHook(config=broken, topic=topic)
+        started = time.monotonic()
+        ok, message = hook.test_connection()
+        assert not ok and message.startswith(expected) and "\n" not in message, message
+        with pytest.raises(TopicReadError, match=f"^{re.escape(expected)}"):
+            list(hook.iter_records("earliest", timeout_s=25))
+        assert time.monotonic() - started < 20  # not two metadata timeouts (2 x 10 s or more)
+    assert TelemetryTopicHook(config=config, topic=topic).test_connection() == (
+        True,
+        f"topic {topic!r}: 1 partitions",
+    )
