@@ -7,6 +7,7 @@ the rules (idempotent create, delete-missing-is-fine, reap-only-our-names) live 
 from __future__ import annotations
 
 import logging
+import re
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -82,6 +83,33 @@ def _error_text(err: BaseException) -> str:
     return text if text.startswith(kind) else f"{kind}: {text}"
 
 
+class _BootstrapRefusals(logging.Handler):
+    """Why kafka-python's bootstrap failed, from its own log while an admin connects.
+
+    kafka-python retries a refused TLS handshake or SASL login until ``bootstrap_timeout_ms`` and then
+    raises only ``KafkaTimeoutError: Unable to bootstrap``, which reads like a broker that is down; each
+    retry is logged with the cause, and that cause is what the user must fix.
+    """
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.tls: str | None = None
+        self.login: str | None = None
+
+    def emit(self, record: logging.LogRecord) -> None:
+        text = record.getMessage()
+        if "CERTIFICATE_VERIFY_FAILED" in text or ("Handshake failed" in text and "SSL" in text):
+            self.tls = _cause(text, "Handshake failed")
+        elif "SaslAuthenticationFailed" in text or "Authentication failed" in text:
+            self.login = _cause(text, "Authentication failed")
+
+
+def _cause(text: str, start: str) -> str:
+    """``start`` and what follows it, without kafka-python's ``(backoff N secs)``."""
+    cause = text[text.find(start) :] if start in text else text
+    return re.sub(r"\s*\(backoff [0-9.]+ secs\)$", "", cause)
+
+
 def _connect(kwargs: Mapping[str, Any]) -> KafkaAdminClient:
     settings = {
         "bootstrap_timeout_ms": DEFAULT_BOOTSTRAP_TIMEOUT_MS,
@@ -90,17 +118,36 @@ def _connect(kwargs: Mapping[str, Any]) -> KafkaAdminClient:
         **kwargs,
     }
     target = describe_target(settings)
+    refusals = _BootstrapRefusals()
+    kafka_log = logging.getLogger("kafka")
+    level, propagate = kafka_log.level, kafka_log.propagate
+    if kafka_log.getEffectiveLevel() > logging.WARNING:
+        # silenced (the CLI does): hear its warnings for the connect, still show them to no one else
+        kafka_log.setLevel(logging.WARNING)
+        kafka_log.propagate = False
+    kafka_log.addHandler(refusals)
     try:
         return KafkaAdminClient(**settings)
     except kafka_errors.KafkaConfigurationError as err:
         raise ClusterUnreachableError(f"bad client settings for {target}: {err}") from None
     except (kafka_errors.KafkaError, OSError) as err:
+        if refusals.tls is not None:
+            raise ClusterUnreachableError(
+                f"TLS handshake with {target} failed: {refusals.tls}; check ssl.ca.location (ssl_cafile): "
+                "the CA that signed the brokers' certificates"
+            ) from None
+        if refusals.login is not None:
+            raise ClusterUnreachableError(f"authentication to {target} failed: {refusals.login}") from None
         kind = type(err).__name__.lower()
         if "auth" in kind or "sasl" in kind:
             raise ClusterUnreachableError(f"authentication to {target} failed: {_error_text(err)}") from None
         raise ClusterUnreachableError(
             f"cannot reach Kafka at {target} within {settings['bootstrap_timeout_ms']} ms: {_error_text(err)}"
         ) from None
+    finally:
+        kafka_log.removeHandler(refusals)
+        kafka_log.setLevel(level)
+        kafka_log.propagate = propagate
 
 
 class ClientMetricsAdmin:

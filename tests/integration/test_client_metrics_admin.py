@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from kip714_dev.local_kafka.cluster import LocalKafkaCluster
+from kip714_dev.local_kafka.tls import ca_location, make_keystore
 from subscription_fixtures import unique
 
 from airflow_provider_kip714.clock import ManualClock
@@ -287,3 +288,35 @@ def test_upsert_refuses_expired_and_lookalike_window_names(admin: ClientMetricsA
     with pytest.raises(SubscriptionValidationError, match="name: "):
         admin.upsert(Subscription.from_spec(name, block=True, match=nobody()))
     assert name not in admin.list_names()
+
+
+def test_a_refused_tls_handshake_is_named_not_reported_as_an_unreachable_cluster(
+    tls_cluster: LocalKafkaCluster, tmp_path: Path
+) -> None:
+    """kafka-python retries a refused handshake until its bootstrap timeout and then says only "Unable
+    to bootstrap"; the admin (and ``kip714 subscriptions``, which silences kafka-python's log) names it."""
+    config = tls_cluster.client_config(sasl_user=sorted(tls_cluster.sasl_users)[0])
+    with ClientMetricsAdmin(to_kafka_python_kwargs(config)) as admin:  # the right CA: it connects
+        assert isinstance(admin.list_names(), list)
+    stranger = ca_location(make_keystore(tmp_path / "another-ca"))
+    untrusting = {**config, "ssl.ca.location": str(stranger)}
+    with (
+        pytest.raises(
+            ClusterUnreachableError, match=r"^TLS handshake with 127\.0\.0\.1:\d+ \(SASL_SSL\) failed: "
+        ),
+        ClientMetricsAdmin(to_kafka_python_kwargs(untrusting)) as refused,
+    ):
+        refused.list_names()
+    properties = tmp_path / "client.properties"
+    properties.write_text(
+        "".join(f"{key}={value}\n" for key, value in untrusting.items() if key != "bootstrap.servers")
+    )
+    listed = run_cli(
+        "list", "--bootstrap-server", config["bootstrap.servers"], "--command-config", str(properties)
+    )
+    assert listed.returncode == 2 and "Traceback" not in listed.stderr
+    assert (
+        listed.stderr.startswith("kip714: error: TLS handshake with ")
+        and "CERTIFICATE_VERIFY_FAILED" in listed.stderr
+    )
+    assert listed.stderr.count("\n") == 1 and "alice-secret" not in listed.stderr

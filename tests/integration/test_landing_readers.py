@@ -17,7 +17,6 @@ import pyarrow as pa
 import pytest
 from confluent_kafka import Producer
 from kip714_dev.local_kafka.cluster import LocalKafkaCluster
-from kip714_dev.local_kafka.cluster_factory import LocalKafkaClusterFactory
 from kip714_dev.local_kafka.tls import ca_location, make_keystore
 from telemetry_helpers import client_headers, create_topic, producer_like_payload, read_dir
 
@@ -210,12 +209,6 @@ def _identities(config: dict[str, Any], telemetry_topic: str, client_id: str) ->
         if headers.get(Header.CLIENT_ID) == client_id:
             found.add((headers[Header.CLIENT_SOFTWARE_NAME], headers[Header.CLIENT_SOFTWARE_VERSION]))
     return found
-
-
-@pytest.fixture(scope="module")
-def tls_cluster(kafka_cluster_factory: LocalKafkaClusterFactory) -> LocalKafkaCluster:
-    """SASL_SSL with a throwaway certificate for 127.0.0.1: TLS in confluent-kafka and the native reader."""
-    return kafka_cluster_factory.start(name="tls-kafka", with_plugin=False, tls=True)
 
 
 def test_both_readers_land_over_sasl_ssl_and_refuse_a_broker_they_do_not_trust(
