@@ -17,10 +17,11 @@ reader behaves the same way:
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import logging
 import math
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final, Literal, Protocol
@@ -61,10 +62,17 @@ FATAL_CODES: Final = frozenset(
 )
 # Connection-level errors: fatal only when they last longer than the metadata timeout.
 _OUTAGE_CODES: Final = frozenset({KafkaError._ALL_BROKERS_DOWN, KafkaError._TRANSPORT, KafkaError._RESOLVE})
-# Connection errors that retrying cannot fix: the run's first contact fails on them at once.
-_REFUSAL_CODES: Final = frozenset(
-    {KafkaError._AUTHENTICATION, KafkaError.SASL_AUTHENTICATION_FAILED, KafkaError._SSL}
-)
+_LOGIN_REFUSED: Final = frozenset({KafkaError._AUTHENTICATION, KafkaError.SASL_AUTHENTICATION_FAILED})
+
+
+def is_refusal(error: KafkaError) -> bool:
+    """A refused login, or a broker certificate that does not verify: retrying cannot fix either, so
+    first contact fails on it at once. Other TLS errors (a handshake cut by a restarting broker) are
+    left to the usual retries."""
+    if error.code() in _LOGIN_REFUSED:
+        return True
+    return error.code() == KafkaError._SSL and "certificate" in error.str().lower()
+
 
 StartAt = Literal["earliest", "latest"] | datetime
 
@@ -115,17 +123,30 @@ class ErrorPolicy:
         self._silent = False
         self.refusal: KafkaError | None = None
         """The first refused login or TLS handshake: first contact fails on it (``partitions_of``)."""
+        self._first_contact = False
 
     def silence(self) -> None:
         """Ignore what the client reports from now on (call before ``close()``, which serves its queue)."""
         self._silent = True
 
+    @contextlib.contextmanager
+    def first_contact(self) -> Iterator[None]:
+        """Callbacks served while the first metadata request waits: a refusal is kept, nothing is
+        logged or raised (the caller's one line says what happened)."""
+        self._first_contact = True
+        try:
+            yield
+        finally:
+            self._first_contact = False
+
     def on_client_error(self, error: KafkaError) -> None:
         """librdkafka's ``error_cb`` (called on the consuming thread, inside consume/poll)."""
         if self._silent:
             return
-        if self.refusal is None and error.code() in _REFUSAL_CODES:
+        if self.refusal is None and is_refusal(error):
             self.refusal = error
+        if self._first_contact:
+            return
         try:
             self.check(error)
         except TopicReadError as err:
@@ -236,7 +257,7 @@ def describe_topic(base: Mapping[str, Any], topic: str, timeout_s: float) -> Top
     # error_cb runs only inside poll(): the wait polls, so a refused login or TLS handshake ends the
     # run at once in its own words, instead of as a timeout that reads like an unreachable broker.
     refusals: list[KafkaError] = []
-    config["error_cb"] = lambda error: refusals.append(error) if error.code() in _REFUSAL_CODES else None
+    config["error_cb"] = lambda error: refusals.append(error) if is_refusal(error) else None
     admin = AdminClient(config)
     try:
         future = admin.describe_topics(TopicCollection([topic]), request_timeout=timeout_s)[topic]
@@ -284,7 +305,8 @@ def partitions_of(
             break
         except KafkaException as err:
             if policy is not None:
-                consumer.poll(0)  # nothing is assigned yet: this serves callbacks only
+                with policy.first_contact():
+                    consumer.poll(0)  # nothing is assigned yet: this serves callbacks only
                 if policy.refusal is not None:
                     raise TopicReadError(describe_error(topic, policy.refusal)) from None
                 if err.args[0].code() == KafkaError._TIMED_OUT and time.monotonic() < deadline:
