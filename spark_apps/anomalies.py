@@ -8,7 +8,9 @@
 Reads ``<output>/rollups/`` for ``[start - history, end)`` (run the rollups app first), or computes the
 rollups from the landing zone with ``--rollups-source landing``. Then:
 
-1. the judged rows: the window's client rollups, each tagged with its client group (``--group-by``);
+1. the judged rows: the window's client rollups, and those of the breach context before it (the
+   longest rule duration plus the bridged gaps: a breach straddling ``--start`` counts whole), each
+   tagged with its client group (``--group-by``);
 2. candidates, one per judged row and rule that judges it (``candidates.py``): every static rule that
    matches the row, the series' own baseline (median + k x MAD of its history before ``--start`` only;
    history the rollups table lacks is rolled up from the landing zone) and its peers' baseline
@@ -17,7 +19,8 @@ rollups from the landing zone with ``--rollups-source landing``. Then:
    (``breaches.py``).
 
 Writes ``<output>/thresholds/`` (partition of ``--start``: the learned baselines and the rules) and
-``<output>/anomalies/`` (partition of each breach's start) and prints a ``KIP714_SUMMARY`` line plus one
+``<output>/anomalies/`` (partition of each breach's start, or of ``--start`` for a breach that began
+in the context) and prints a ``KIP714_SUMMARY`` line plus one
 ``KIP714_ANOMALY`` line per anomaly (max 20).
 """
 
@@ -25,6 +28,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
+from datetime import datetime, timedelta
 from functools import reduce
 
 from kip714_common.anomaly_args import AnomalyArgs, build_parser, parse_anomaly_args
@@ -62,7 +66,8 @@ def run(argv: Sequence[str] | None = None, spark: SparkSession | None = None) ->
     candidates = all_candidates(current, baselines, args)
     thresholds = thresholds_frame(spark, baselines, args.rules, interval, args.settings, args.baseline_for)
     write_table(thresholds, output, "thresholds", interval)
-    write_table(_anomalies(spark, candidates, args.max_gap_buckets), output, "anomalies", interval)
+    found = _anomalies(spark, candidates, args.max_gap_buckets, interval.start)
+    write_table(found, output, "anomalies", interval)
     if args.rollups_source == "landing":
         current.unpersist()
     if baselines is not None:
@@ -70,18 +75,40 @@ def run(argv: Sequence[str] | None = None, spark: SparkSession | None = None) ->
     return _summarise(spark, args)
 
 
+def breach_context(args: AnomalyArgs) -> timedelta:
+    """How far before ``--start`` a breach still reaching into the run can begin and count: the longest
+    duration a rule asks for, plus the gaps a breach may bridge. Without it, an hourly run never sees a
+    breach that straddles the hour long enough (3 minutes from 13:58 to 14:01 is 2 + 1 in two runs)."""
+    longest = max([rule.for_seconds for rule in args.rules] + [args.baseline_for, 0])
+    return timedelta(seconds=longest + (args.max_gap_buckets + 1) * args.common.interval.bucket_seconds)
+
+
 def judged_rows(spark: SparkSession, args: AnomalyArgs) -> DataFrame:
-    """The window's client rollups, only the columns candidates read, each with its ``client_group``."""
+    """The window's client rollups and the breach context before it (``breach_context``), only the
+    columns candidates read, each with its ``client_group``."""
     common = args.common
+    interval = common.interval
     current = load_rollups(
         spark,
         args.rollups_source,
         common.input,
         common.output,
-        common.interval,
+        interval,
         common.counter_lookback,
         common.metric_aliases,
     )
+    before = Interval(interval.start - breach_context(args), interval.start, interval.bucket_seconds)
+    context = load_history(
+        spark,
+        args.rollups_source,
+        common.input,
+        common.output,
+        before,
+        common.counter_lookback,
+        common.metric_aliases,
+    )
+    if context is not None:
+        current = current.unionByName(context.select(*current.columns))
     current = current.select(*judged_columns(args.rules)).withColumn(
         "client_group", client_group_column(args.group_by)
     )
@@ -120,10 +147,12 @@ def all_candidates(current: DataFrame, baselines: DataFrame | None, args: Anomal
     return [frame for frame in found if frame is not None]
 
 
-def _anomalies(spark: SparkSession, candidates: list[DataFrame], max_gap_buckets: int) -> DataFrame:
+def _anomalies(
+    spark: SparkSession, candidates: list[DataFrame], max_gap_buckets: int, judged_from: datetime
+) -> DataFrame:
     if not candidates:
         return spark.createDataFrame([], ANOMALY_SCHEMA)
-    return sustained_breaches(reduce(DataFrame.unionByName, candidates), max_gap_buckets)
+    return sustained_breaches(reduce(DataFrame.unionByName, candidates), max_gap_buckets, judged_from)
 
 
 def _summarise(spark: SparkSession, args: AnomalyArgs) -> RunSummary:

@@ -8,6 +8,8 @@ it reads as an empty frame and the caller says so.
 
 from __future__ import annotations
 
+from typing import Final
+
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -37,6 +39,39 @@ def _dataset(zone: RunArea, table: str) -> ds.Dataset | None:
         where, filesystem=filesystem, format="parquet", partitioning=_PARTITIONING, ignore_prefixes=[".", "_"]
     )
     return dataset if dataset.files else None
+
+
+# What makes two anomaly rows the same breach of the same series (learned thresholds may differ by run).
+_BREACH_KEY: Final = (
+    "kind", "rule_name", "metric_name", "field", "client_group", "baseline_kind", "peer_group",
+    "client_instance_id", "client_instance_id_hex", "client_id", "client_software_name",
+    "client_software_version", "client_source_address", "principal", "attributes_key",
+)  # fmt: skip
+
+
+def _one_row_per_breach(frame: pd.DataFrame) -> pd.DataFrame:
+    """Merge the rows of one breach that consecutive runs each reported.
+
+    The anomalies app judges a breach with the buckets before its run's start (``breach_context``), so a
+    breach still open when one hourly run ended is reported again, extended, by the next. Rows of the
+    same rule and series whose spans overlap or touch become one: the later row, from the earliest start.
+    """
+    key = [name for name in _BREACH_KEY if name in frame.columns]
+    if frame.empty or not key or not {"breach_start", "breach_end"} <= set(frame.columns):
+        return frame
+    ordered = frame.sort_values([*key, "breach_start"], kind="stable").reset_index(drop=True)
+    group = ordered.groupby(key, dropna=False, sort=False)
+    reached = group["breach_end"].transform(lambda ends: ends.cummax().shift())
+    separate = reached.isna() | (ordered["breach_start"] > reached)
+    breach = separate.astype(int).groupby([ordered[name] for name in key], dropna=False).cumsum()
+    merged = ordered.assign(_breach=breach.to_numpy())
+    first_start = merged.groupby([*key, "_breach"], dropna=False)["breach_start"].transform("min")
+    keep = merged.groupby([*key, "_breach"], dropna=False)["breach_end"].transform("idxmax")
+    kept = merged.assign(breach_start=first_start).loc[sorted(set(keep))]
+    if "duration_seconds" in kept.columns:
+        spans = (kept["breach_end"] - kept["breach_start"]).dt.total_seconds()
+        kept = kept.assign(duration_seconds=spans.astype(kept["duration_seconds"].dtype))
+    return kept.drop(columns="_breach").reset_index(drop=True)
 
 
 def _as_dict(value: object) -> dict[str, str]:
@@ -76,6 +111,8 @@ def read_table(
     if condition is False:
         return pd.DataFrame(columns=wanted if wanted is not None else names)
     frame = dataset.to_table(columns=wanted, filter=condition).to_pandas()
+    if table == "anomalies":
+        frame = _one_row_per_breach(frame)
     for name in frame.columns:
         if name in MAP_COLUMNS:
             frame[name] = frame[name].map(_as_dict)

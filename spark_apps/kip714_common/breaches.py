@@ -7,6 +7,12 @@ breach is kept when its breaching buckets add up to *more than* its rule's ``min
 (bridged gaps do not count, so scattered one-bucket blips never add up to a sustained breach by
 bridging); ``duration_seconds`` runs from the first breaching bucket's start to the last one's end.
 
+A breach is judged with the buckets before the run's start that could belong to it (``breach_context``
+in ``anomalies.py``): a queue time above its limit from 13:58 to 14:02 breaks a "more than 180 s" rule
+although neither hourly run holds 180 s of it. The run that sees it qualify reports it, with its true
+start; a breach that qualified in the earlier run too is reported again, extended (readers keep one,
+``analytics.tables.read_table``).
+
 Why tolerate a gap: bursty problems dip between bursts. A producer throttled by a quota reports
 ``produce.throttle.time.max`` of 5 s, then 1 s, then 0.5 s in the next push while still being throttled;
 with one-bucket gaps never bridged, a throttling that lasts the whole window never counts as "more than
@@ -15,6 +21,8 @@ with one-bucket gaps never bridged, a throttling that lasts the whole window nev
 """
 
 from __future__ import annotations
+
+from datetime import datetime
 
 from kip714_common.rollup import date_hour_columns
 from kip714_common.schemas import ANOMALY_SCHEMA, CLIENT_IDENTITY_COLUMNS
@@ -59,8 +67,16 @@ def breach_condition(observed: Column, comparison: Column, threshold: Column) ->
     )
 
 
-def sustained_breaches(candidates: DataFrame, max_gap_buckets: int = DEFAULT_MAX_GAP_BUCKETS) -> DataFrame:
-    """Anomalies (``ANOMALY_SCHEMA``) from candidate rows; see module docstring for the columns."""
+def sustained_breaches(
+    candidates: DataFrame,
+    max_gap_buckets: int = DEFAULT_MAX_GAP_BUCKETS,
+    judged_from: datetime | None = None,
+) -> DataFrame:
+    """Anomalies (``ANOMALY_SCHEMA``) from candidate rows; see module docstring for the columns.
+
+    ``judged_from``: the run's start when the candidates also cover buckets before it (the breach
+    context): a breach is kept only if it reaches into the run, and is filed under the run's hours.
+    """
     breaching = candidates.where(F.col("breached")).withColumn(
         "_bucket_index", F.floor(F.unix_seconds("bucket_start") / F.col("bucket_seconds"))
     )
@@ -85,12 +101,16 @@ def sustained_breaches(candidates: DataFrame, max_gap_buckets: int = DEFAULT_MAX
         .withColumn("duration_seconds", F.unix_seconds("breach_end") - F.unix_seconds("breach_start"))
         .where(F.col("breached_buckets") * F.col("_bucket_seconds") > F.col("min_duration_seconds"))
     )
+    filed_at = F.col("breach_start")
+    if judged_from is not None:
+        islands = islands.where(F.col("breach_end") > F.lit(judged_from))
+        filed_at = F.greatest(filed_at, F.lit(judged_from))
     peak = F.when(upward, F.col("_highest")).otherwise(F.col("_lowest"))
     excess = F.when(upward, peak - F.col("threshold")).otherwise(F.col("threshold") - peak)
     critical = F.col("critical_threshold").isNotNull() & breach_condition(
         peak, F.col("comparison"), F.col("critical_threshold")
     )
-    date, hour = date_hour_columns(F.col("breach_start"))
+    date, hour = date_hour_columns(filed_at)
     columns: dict[str, Column] = {
         **{name: F.col(name) for name in (*RULE_COLUMNS, *SERIES_COLUMNS)},
         "severity": F.when(critical, "critical").otherwise("warning"),

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import anomalies
 import pytest
 from kip714_common.errors import SparkAppInputError
@@ -37,7 +39,11 @@ def test_the_slow_consumer_is_flagged_against_its_group(peer_run):
     }
     (slow,) = from_peers
     assert slow["rule_name"] == "peers:consumer.poll.idle.ratio.avg" and slow["field"] == "peer_deviation"
-    assert slow["duration_seconds"] == 3600 and slow["severity"] == "critical"
+    # slow all along: the breach reaches back into the context before --start (the longest duration a
+    # rule asks for, --baseline-for 60 s, plus one bridged gap and one bucket of 60 s: 180 s)
+    assert slow["breach_end"].replace(tzinfo=UTC) == datetime(2026, 1, 31, 15, tzinfo=UTC)
+    assert slow["breach_start"].replace(tzinfo=UTC) == datetime(2026, 1, 31, 13, 57, tzinfo=UTC)
+    assert slow["duration_seconds"] == 3600 + 180 and slow["severity"] == "critical"
     assert slow["peak_value"] > 8  # ~0.88 below the peers' median, in units of the 0.09 floor
     assert slow["client_instance_id"] == scenario.slow.instance_id
 
