@@ -84,31 +84,25 @@ def breach_context(args: AnomalyArgs) -> timedelta:
 
 
 def judged_rows(spark: SparkSession, args: AnomalyArgs) -> DataFrame:
-    """The window's client rollups and the breach context before it (``breach_context``), only the
-    columns candidates read, each with its ``client_group``."""
+    """The window's client rollups and those of the breach context before it (``breach_context``), only
+    the columns candidates read, each with its ``client_group``.
+
+    One read over ``[start - context, end)``: from the landing zone with ``--rollups-source landing``,
+    else the rollups table (the previous hourly run's rows; a troubleshooting window's own table holds
+    none before the window, and a window's turnaround gets no second roll-up from the landing zone).
+    """
     common = args.common
     interval = common.interval
+    judged = Interval(interval.start - breach_context(args), interval.end, interval.bucket_seconds)
     current = load_rollups(
         spark,
         args.rollups_source,
         common.input,
         common.output,
-        interval,
+        judged,
         common.counter_lookback,
         common.metric_aliases,
     )
-    before = Interval(interval.start - breach_context(args), interval.start, interval.bucket_seconds)
-    context = load_history(
-        spark,
-        args.rollups_source,
-        common.input,
-        common.output,
-        before,
-        common.counter_lookback,
-        common.metric_aliases,
-    )
-    if context is not None:
-        current = current.unionByName(context.select(*current.columns))
     current = current.select(*judged_columns(args.rules)).withColumn(
         "client_group", client_group_column(args.group_by)
     )
