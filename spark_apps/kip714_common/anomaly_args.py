@@ -11,8 +11,11 @@ from kip714_common.baselines import PEER_KINDS, BaselineSettings, PeerSettings
 from kip714_common.breaches import DEFAULT_MAX_GAP_BUCKETS
 from kip714_common.cli import CommonArgs, base_parser, parse_common, parse_duration_seconds
 from kip714_common.errors import SparkAppInputError
-from kip714_common.rules import StaticRule, load_rules
+from kip714_common.rules import MAX_FOR_SECONDS, StaticRule, load_rules
 from kip714_common.selectors import RULE_SELECTORS
+
+MAX_GAP_BUCKETS = 1440
+"""Bridged gaps: a day of 1-minute buckets; more would let any two blips join one breach."""
 
 
 @dataclass(frozen=True)
@@ -78,8 +81,16 @@ def parse_anomaly_args(argv: Sequence[str] | None) -> AnomalyArgs:
     group_by = _group_by(namespace.group_by)
     history = timedelta(seconds=parse_duration_seconds("--history", namespace.history))
     baseline_for = parse_duration_seconds("--baseline-for", namespace.baseline_for)
+    if baseline_for > MAX_FOR_SECONDS:
+        raise SparkAppInputError(
+            "--baseline-for", f"must be at most {MAX_FOR_SECONDS // 86_400}d", namespace.baseline_for
+        )
     if namespace.max_gap_buckets < 0:
         raise SparkAppInputError("--max-gap-buckets", "must be >= 0", namespace.max_gap_buckets)
+    if namespace.max_gap_buckets > MAX_GAP_BUCKETS:
+        raise SparkAppInputError(
+            "--max-gap-buckets", f"must be at most {MAX_GAP_BUCKETS}", namespace.max_gap_buckets
+        )
     rules = load_rules(namespace.rules, common.metric_aliases)
     return AnomalyArgs(
         common=common,

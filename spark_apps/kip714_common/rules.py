@@ -44,6 +44,8 @@ RULE_FIELDS = (
 )
 COMPARISONS = (">", ">=", "<", "<=")
 RULE_NAME_MAX_LENGTH = 100
+MAX_FOR_SECONDS = 30 * 86_400
+"""A breach this long is judged with as much data before each run (``anomalies.breach_context``)."""
 RULE_NAME_PATTERN = re.compile(rf"[A-Za-z0-9_.-]{{1,{RULE_NAME_MAX_LENGTH}}}")
 RULE_KEYS = {
     "name",
@@ -168,6 +170,10 @@ def parse_rule(index: int, raw: object, metric_aliases: Mapping[str, str] | None
     if isinstance(for_seconds, bool) or not isinstance(for_seconds, int) or for_seconds < 0:
         raise SparkAppInputError(
             f"{where}.for_seconds", "must be a whole number of seconds >= 0", for_seconds
+        )
+    if for_seconds > MAX_FOR_SECONDS:
+        raise SparkAppInputError(
+            f"{where}.for_seconds", f"must be at most {MAX_FOR_SECONDS} seconds (30 days)", for_seconds
         )
     match = _match(where, raw)
     description = raw.get("description", "")

@@ -150,3 +150,27 @@ def test_negative_breach_gap_is_refused_before_spark_starts():
     with pytest.raises(SparkAppInputError) as caught:
         anomalies.run(argv)
     assert (caught.value.field, caught.value.rule) == ("--max-gap-buckets", "must be >= 0")
+
+
+@pytest.mark.parametrize(
+    ("flags", "field", "rule"),
+    [
+        (("--max-gap-buckets", "99999999999"), "--max-gap-buckets", "must be at most 1440"),
+        (("--baseline-for", "99999999999d"), "--baseline-for", "must be at most 30d"),
+        (("--rules", "huge"), "rules[0].for_seconds", "must be at most 2592000 seconds (30 days)"),
+    ],
+)
+def test_durations_that_would_read_back_years_are_refused_before_spark_starts(tmp_path, flags, field, rule):
+    """Each run reads the breach context (longest rule duration + bridged gaps) before --start: a huge
+    duration would read years back or overflow the date; it is refused in one line instead."""
+    if flags[1] == "huge":
+        rules = {"rules": [{**POLL_IDLE_RULE, "for_seconds": 10**20}]}
+        (tmp_path / "rules.json").write_text(json.dumps(rules))
+        flags = ("--rules", str(tmp_path / "rules.json"))
+    argv = [
+        *("--input", str(FIXTURE), "--output", "/unused", "--start", WINDOW[0], "--end", WINDOW[1]),
+        *flags,
+    ]
+    with pytest.raises(SparkAppInputError) as caught:
+        anomalies.run(argv)
+    assert (caught.value.field, caught.value.rule) == (field, rule)
