@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import logging
 import re
+import socket
+import ssl
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -17,6 +19,7 @@ from typing import Any
 
 import kafka.errors as kafka_errors
 from kafka.admin import AlterConfigOp, ConfigResource, ConfigResourceType, KafkaAdminClient
+from kafka.net.transport import KafkaSSLTransport
 
 from airflow_provider_kip714.clock import Clock, SystemClock
 from airflow_provider_kip714.exceptions import (
@@ -44,6 +47,8 @@ log = logging.getLogger(__name__)
 DEFAULT_BOOTSTRAP_TIMEOUT_MS = 15_000
 DEFAULT_REQUEST_TIMEOUT_MS = 15_000
 VISIBILITY_TIMEOUT_S = 10.0
+TLS_PROBE_TIMEOUT_S = 5.0
+_TLS_PROTOCOLS = frozenset({"SSL", "SASL_SSL"})
 
 
 class UpsertOutcome(StrEnum):
@@ -104,10 +109,59 @@ class _BootstrapRefusals(logging.Handler):
             self.login = _cause(text, "Authentication failed")
 
 
+def _tls_refusal(target: str, cause: str) -> str:
+    return (
+        f"TLS handshake with {target} failed: {cause}; check ssl.ca.location (ssl_cafile): "
+        "the CA that signed the brokers' certificates"
+    )
+
+
 def _cause(text: str, start: str) -> str:
     """``start`` and what follows it, without kafka-python's ``(backoff N secs)``."""
     cause = text[text.find(start) :] if start in text else text
     return re.sub(r"\s*\(backoff [0-9.]+ secs\)$", "", cause)
+
+
+def _server_address(server: str) -> tuple[str, int] | None:
+    """``host:port`` (``[v6]:port`` too) as a socket address, or None when it is not one."""
+    host, _, port = server.strip().rpartition(":")
+    host = host.strip("[]")
+    return (host, int(port)) if host and port.isdigit() else None
+
+
+def refused_certificate(settings: Mapping[str, Any]) -> str | None:
+    """Why no bootstrap server's certificate verifies, from one TLS handshake each; None otherwise.
+
+    kafka-python retries a handshake whose certificate does not verify until its bootstrap timeout
+    (15 s) and only then gives up; a wrong CA is a setting to fix, not an outage to wait out. The
+    handshake uses kafka-python's own context for these settings (CA, hostname check, client
+    certificate), so it verifies exactly what kafka-python will. Only a certificate that does not
+    verify counts: a server that is down, slow or that verifies leaves the verdict to kafka-python.
+    """
+    if str(settings.get("security_protocol", "PLAINTEXT")).upper() not in _TLS_PROTOCOLS:
+        return None
+    servers = settings.get("bootstrap_servers") or []
+    if isinstance(servers, str):
+        servers = servers.split(",")
+    try:
+        context = KafkaSSLTransport._build_ssl_context(
+            {key: settings.get(key, default) for key, default in KafkaSSLTransport.DEFAULT_CONFIG.items()}
+        )
+    except (ssl.SSLError, OSError, ValueError):
+        return None  # kafka-python reports bad TLS files itself
+    refusal: str | None = None
+    for address in filter(None, map(_server_address, servers)):
+        try:
+            with (
+                socket.create_connection(address, timeout=TLS_PROBE_TIMEOUT_S) as raw,
+                context.wrap_socket(raw, server_hostname=address[0]),
+            ):
+                return None  # this one verifies: kafka-python can bootstrap from it
+        except ssl.SSLCertVerificationError as err:
+            refusal = refusal or f"Handshake failed: {err}"
+        except (OSError, ValueError):
+            continue
+    return refusal
 
 
 def _connect(kwargs: Mapping[str, Any]) -> KafkaAdminClient:
@@ -118,6 +172,9 @@ def _connect(kwargs: Mapping[str, Any]) -> KafkaAdminClient:
         **kwargs,
     }
     target = describe_target(settings)
+    refused = refused_certificate(settings)
+    if refused is not None:
+        raise ClusterUnreachableError(_tls_refusal(target, refused))
     refusals = _BootstrapRefusals()
     kafka_log = logging.getLogger("kafka")
     level, propagate = kafka_log.level, kafka_log.propagate
@@ -132,10 +189,7 @@ def _connect(kwargs: Mapping[str, Any]) -> KafkaAdminClient:
         raise ClusterUnreachableError(f"bad client settings for {target}: {err}") from None
     except (kafka_errors.KafkaError, OSError) as err:
         if refusals.tls is not None:
-            raise ClusterUnreachableError(
-                f"TLS handshake with {target} failed: {refusals.tls}; check ssl.ca.location (ssl_cafile): "
-                "the CA that signed the brokers' certificates"
-            ) from None
+            raise ClusterUnreachableError(_tls_refusal(target, refusals.tls)) from None
         if refusals.login is not None:
             raise ClusterUnreachableError(f"authentication to {target} failed: {refusals.login}") from None
         kind = type(err).__name__.lower()

@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -21,7 +22,11 @@ from airflow_provider_kip714.exceptions import (
     ClusterUnreachableError,
     SubscriptionValidationError,
 )
-from airflow_provider_kip714.subscriptions.admin import ClientMetricsAdmin, UpsertOutcome
+from airflow_provider_kip714.subscriptions.admin import (
+    DEFAULT_BOOTSTRAP_TIMEOUT_MS,
+    ClientMetricsAdmin,
+    UpsertOutcome,
+)
 from airflow_provider_kip714.subscriptions.kafka_python_config import to_kafka_python_kwargs
 from airflow_provider_kip714.subscriptions.model import Subscription
 from airflow_provider_kip714.subscriptions.window_name import format_window_name, parse_window_name
@@ -293,13 +298,15 @@ def test_upsert_refuses_expired_and_lookalike_window_names(admin: ClientMetricsA
 def test_a_refused_tls_handshake_is_named_not_reported_as_an_unreachable_cluster(
     tls_cluster: LocalKafkaCluster, tmp_path: Path
 ) -> None:
-    """kafka-python retries a refused handshake until its bootstrap timeout and then says only "Unable
-    to bootstrap"; the admin (and ``kip714 subscriptions``, which silences kafka-python's log) names it."""
+    """kafka-python retries a refused handshake until its bootstrap timeout (15 s) and then says only
+    "Unable to bootstrap"; the admin (and ``kip714 subscriptions``, which silences kafka-python's log)
+    names it at once, from one handshake of its own (``refused_certificate``)."""
     config = tls_cluster.client_config(sasl_user=sorted(tls_cluster.sasl_users)[0])
     with ClientMetricsAdmin(to_kafka_python_kwargs(config)) as admin:  # the right CA: it connects
         assert isinstance(admin.list_names(), list)
     stranger = ca_location(make_keystore(tmp_path / "another-ca"))
     untrusting = {**config, "ssl.ca.location": str(stranger)}
+    began = time.monotonic()
     with (
         pytest.raises(
             ClusterUnreachableError, match=r"^TLS handshake with 127\.0\.0\.1:\d+ \(SASL_SSL\) failed: "
@@ -307,6 +314,7 @@ def test_a_refused_tls_handshake_is_named_not_reported_as_an_unreachable_cluster
         ClientMetricsAdmin(to_kafka_python_kwargs(untrusting)) as refused,
     ):
         refused.list_names()
+    assert time.monotonic() - began < DEFAULT_BOOTSTRAP_TIMEOUT_MS / 1000 / 3
     properties = tmp_path / "client.properties"
     properties.write_text(
         "".join(f"{key}={value}\n" for key, value in untrusting.items() if key != "bootstrap.servers")
