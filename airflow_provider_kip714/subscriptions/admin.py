@@ -48,6 +48,13 @@ DEFAULT_BOOTSTRAP_TIMEOUT_MS = 15_000
 DEFAULT_REQUEST_TIMEOUT_MS = 15_000
 VISIBILITY_TIMEOUT_S = 10.0
 TLS_PROBE_TIMEOUT_S = 5.0
+_UNREACHABLE: tuple[type[Exception], ...] = tuple(
+    getattr(kafka_errors, name)
+    for name in ("KafkaConnectionError", "KafkaTimeoutError", "NoBrokersAvailable")
+    if hasattr(kafka_errors, name)  # kafka-python 3 has no NoBrokersAvailable
+)
+"""kafka-python's errors that mean the cluster could not be reached (names differ across versions; an
+``except`` naming a missing one fails with AttributeError whenever any error reaches it)."""
 _TLS_PROTOCOLS = frozenset({"SSL", "SASL_SSL"})
 
 
@@ -244,11 +251,7 @@ class ClientMetricsAdmin:
             return call()
         except ClusterUnreachableError:
             raise
-        except (
-            kafka_errors.KafkaConnectionError,
-            kafka_errors.KafkaTimeoutError,
-            kafka_errors.NoBrokersAvailable,
-        ) as err:
+        except _UNREACHABLE as err:
             raise ClusterUnreachableError(f"{action} on {self.target}: {_error_text(err)}") from None
         except kafka_errors.KafkaError as err:
             raise ClientMetricsAdminError(f"{action} on {self.target}: {_error_text(err)}") from None
