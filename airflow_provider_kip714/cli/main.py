@@ -61,8 +61,33 @@ def build_parser(wanted: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+MAX_ERROR_LINE = 600
+"""Characters of an error line (a 5,000-character value is not echoed whole)."""
+
+
+def non_utf8_argument(arguments: Sequence[str]) -> str | None:
+    """One line naming the first argument that is not UTF-8 (Python keeps such bytes as lone surrogates,
+    which every later encode refuses: the broker request, a file name, a log line), or None."""
+    for position, argument in enumerate(arguments):
+        try:
+            argument.encode("utf-8")
+        except UnicodeEncodeError:
+            flag, equals, value = argument.partition("=")
+            if argument.startswith("--") and equals:
+                name = flag
+            elif position and arguments[position - 1].startswith("-"):
+                name, value = arguments[position - 1], argument
+            else:
+                name, value = f"argument {position + 1}", argument
+            return f"{name}: must be UTF-8 text (got {value!r})"
+    return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
+    if (problem := non_utf8_argument(arguments)) is not None:
+        print(f"kip714: error: {_one_line(problem)}", file=sys.stderr)
+        return 2
     parser = build_parser(_command_of(arguments))
     args = parser.parse_args(arguments)
     logging.basicConfig(
@@ -92,7 +117,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _one_line(text: str) -> str:
-    return " ".join(text.split())
+    line = " ".join(text.split())
+    return line if len(line) <= MAX_ERROR_LINE else f"{line[: MAX_ERROR_LINE - 1]}… ({len(line)} characters)"
 
 
 if __name__ == "__main__":

@@ -18,14 +18,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from airflow_provider_kip714.cli.client_settings import command_config_extra
 from airflow_provider_kip714.cli.output import result
 from airflow_provider_kip714.clock import SystemClock
 from airflow_provider_kip714.exceptions import ClientMetricsAdminError, SubscriptionValidationError
 from airflow_provider_kip714.subscriptions.admin import ClientMetricsAdmin
 from airflow_provider_kip714.subscriptions.duration import parse_window_length
 from airflow_provider_kip714.subscriptions.kafka_python_config import (
-    java_client_properties_to_extra,
-    read_java_properties,
     to_kafka_python_kwargs,
 )
 from airflow_provider_kip714.subscriptions.limits import MAX_WINDOW, format_limit
@@ -141,17 +140,7 @@ def _open_admin(args: argparse.Namespace) -> ClientMetricsAdmin:
         raise SubscriptionValidationError("--bootstrap-server", "is required (or give --conn-id)")
     extra: dict[str, Any] = {}
     if args.command_config:
-        try:
-            text = args.command_config.read_text(encoding="utf-8")
-        except OSError as err:
-            raise SubscriptionValidationError(
-                "--command-config", f"cannot read the file: {err.strerror}"
-            ) from None
-        except UnicodeDecodeError:
-            raise SubscriptionValidationError(
-                "--command-config", "must be a UTF-8 Java .properties file", str(args.command_config)
-            ) from None
-        extra.update(java_client_properties_to_extra(read_java_properties(text)))
+        extra.update(command_config_extra(args.command_config))
     extra["bootstrap.servers"] = args.bootstrap_server
     return ClientMetricsAdmin(to_kafka_python_kwargs(extra))
 

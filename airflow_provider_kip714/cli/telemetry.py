@@ -17,18 +17,17 @@ from pathlib import Path
 from typing import Any
 
 from airflow_provider_kip714.cli import output
+from airflow_provider_kip714.cli.client_settings import command_config_extra
 from airflow_provider_kip714.contract.topic import DEFAULT_TELEMETRY_TOPIC
 from airflow_provider_kip714.decoding.decoder import VALUE_FORMATS
 from airflow_provider_kip714.exceptions import Kip714Error
 from airflow_provider_kip714.storage.data_root import checked_location
-from airflow_provider_kip714.subscriptions.kafka_python_config import (
-    java_client_properties_to_extra,
-    read_java_properties,
-)
 from airflow_provider_kip714.telemetry import reader
 from airflow_provider_kip714.telemetry.landing import (
     DEFAULT_CHUNK_INTERVAL_S,
     DEFAULT_CHUNK_RECORDS,
+    MAX_METADATA_TIMEOUT_S,
+    check_count,
     land_topic,
 )
 
@@ -131,11 +130,7 @@ def client_config_from_args(args: argparse.Namespace) -> tuple[dict[str, Any] | 
         raise Kip714Error("--bootstrap-server: required unless --conn-id is given")
     config: dict[str, Any] = {"bootstrap.servers": args.bootstrap_server}
     if args.command_config:
-        try:
-            text = args.command_config.read_text(encoding="utf-8")
-        except OSError as err:
-            raise Kip714Error(f"--command-config: cannot read {args.command_config}: {err}") from err
-        config.update(java_client_properties_to_extra(read_java_properties(text)))
+        config.update(command_config_extra(args.command_config))
     return config, None
 
 
@@ -185,7 +180,11 @@ def _check_seconds(args: argparse.Namespace, *flags: str) -> None:
 
 
 def _run_land(args: argparse.Namespace) -> int:
-    _check_seconds(args, "--timeout-s", "--chunk-interval-s", "--metadata-timeout-s")
+    _check_seconds(args, "--timeout-s", "--chunk-interval-s")
+    reader.check_duration("--metadata-timeout-s", args.metadata_timeout_s, maximum=MAX_METADATA_TIMEOUT_S)
+    for flag in ("--max-records", "--chunk-records", "--workers"):
+        option = flag.lstrip("-").replace("-", "_")
+        check_count(flag, option, getattr(args, option))
     _quiet_client_logs(args)
     out = checked_location(args.out, "--out")  # before any connection: a bad place loses nothing
     if args.since is not None and args.until is not None and args.since >= args.until:

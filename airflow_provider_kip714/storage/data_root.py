@@ -69,6 +69,11 @@ def checked_location(value: str | os.PathLike[str] | StoragePath, field: str) ->
             raise StorageLocationError(f"{field}: must not be the filesystem root ({value!s})")
         if resolved.exists() and not resolved.is_dir():
             raise StorageLocationError(f"{field}: {resolved} is a file, not a directory")
+        existing = next(parent for parent in (resolved, *resolved.parents) if parent.exists())
+        if not existing.is_dir():
+            raise StorageLocationError(f"{field}: cannot create {resolved}: {existing} is a file")
+        if not os.access(existing, os.W_OK | os.X_OK):
+            raise StorageLocationError(f"{field}: cannot create {resolved}: {existing} is not writable")
     return location
 
 
@@ -82,6 +87,13 @@ def _check_url(url: str, field: str) -> None:
     if parts is None or not parts["bucket"]:
         raise StorageLocationError(
             f"{field}: an object-store URL needs a bucket: <scheme>://<conn_id>@bucket/prefix, got {url!r}"
+        )
+    from airflow.sdk.io.fs import has_fs
+
+    if not has_fs(parts["scheme"]):
+        raise StorageLocationError(
+            f"{field}: no filesystem for {parts['scheme']}:// here (s3:// comes with "
+            f"apache-airflow-providers-amazon; other schemes with their provider), got {url!r}"
         )
     conn_id = parts["conn"]
     if conn_id is None:

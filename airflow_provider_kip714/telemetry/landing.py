@@ -46,9 +46,11 @@ from airflow_provider_kip714.telemetry.landing_zone import LandingZone, StagedCh
 
 __all__ = [
     "CONSUME_BATCH",
+    "COUNT_LIMITS",
     "LandingResult",
     "PartitionBatch",
     "TopicLander",
+    "check_count",
     "land_topic",
     "stage_batch",
     "stage_records",
@@ -58,6 +60,10 @@ log = logging.getLogger(__name__)
 
 DEFAULT_CHUNK_RECORDS: Final = 5_000  # per partition
 DEFAULT_CHUNK_INTERVAL_S: Final = 5.0
+COUNT_LIMITS: Final = {"max_records": 2**63 - 1, "chunk_records": 10_000_000, "workers": 64}
+"""Upper bounds: a Kafka offset is an int64; a chunk is held in memory; staging threads share the cores."""
+MAX_METADATA_TIMEOUT_S: Final = 3600.0
+"""librdkafka's longest request timeout."""
 # Consumer tuning for backlogs (a connection may set its own values).
 LANDING_TUNING: Final = {"fetch.max.bytes": 64 * 1024 * 1024, "queued.max.messages.kbytes": 262144}
 
@@ -108,17 +114,29 @@ class _InlineExecutor(Executor):
         return future
 
 
+def check_count(field: str, option: str, value: object) -> None:
+    """``value`` of landing option ``option`` (a ``COUNT_LIMITS`` key), unset or a positive integer within
+    its bound; refused in one line naming ``field`` (the option, or the flag that sets it)."""
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise LandingError(f"{field}: must be a positive integer (got {value!r})")
+    if value > COUNT_LIMITS[option]:
+        raise LandingError(f"{field}: must be at most {COUNT_LIMITS[option]:,} (got {value!r})")
+
+
 def _check_options(lander: TopicLander) -> None:
     """One line naming the field for every option a run cannot work with."""
     if lander.value_format not in VALUE_FORMATS:
         raise LandingError(f"value_format: must be one of {VALUE_FORMATS} (got {lander.value_format!r})")
-    for name in ("max_records", "chunk_records", "workers"):
-        value = getattr(lander, name)
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-            raise LandingError(f"{name}: must be a positive integer (got {value!r})")
+    for name in COUNT_LIMITS:
+        check_count(name, name, getattr(lander, name))
     reader.check_duration("timeout_s", lander.timeout_s)
-    for name in ("chunk_interval_s", "progress_interval_s", "metadata_timeout_s"):
+    for name in ("chunk_interval_s", "progress_interval_s"):
         reader.check_duration(name, getattr(lander, name), allow_none=False)
+    reader.check_duration(
+        "metadata_timeout_s", lander.metadata_timeout_s, allow_none=False, maximum=MAX_METADATA_TIMEOUT_S
+    )
     for name in ("since", "until"):
         moment = getattr(lander, name)
         if moment is not None and (not isinstance(moment, datetime) or moment.tzinfo is None):
@@ -186,13 +204,14 @@ class TopicLander:
         self._plan = LandingPlan(progress={}, starts={}, pending=set())
 
     def run(self) -> LandingResult:
+        # First contact: fails in one line within metadata_timeout_s (settings librdkafka refuses,
+        # unreachable, unknown topic, no DESCRIBE), before a consumer exists and before the zone is
+        # touched. Its partitions spare the consumer a metadata request before its first (measured:
+        # ~55 ms of a run's set-up on a local broker).
+        identity = reader.describe_topic(self.base_config, self.topic, self.metadata_timeout_s)
         with self.zone.lock():
             self.zone.prepare()
             next_offsets = self.zone.recover()
-            # First contact: fails in one line within metadata_timeout_s (unreachable, unknown topic,
-            # no DESCRIBE), before a consumer exists. Its partitions spare the consumer a metadata
-            # request before its first (measured: ~55 ms of a run's set-up on a local broker).
-            identity = reader.describe_topic(self.base_config, self.topic, self.metadata_timeout_s)
             chunk_reader = open_reader(self.consumer_config, self.topic, self.policy, self.chunk_records)
             try:
                 return self._run(chunk_reader, next_offsets, identity)

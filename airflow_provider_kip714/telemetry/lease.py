@@ -110,7 +110,12 @@ class ZoneLease:
             if others:
                 raise LandingError(f"out_dir: another landing run holds {self.label}: {others[0].describe()}")
             name = f"{time.time_ns():020d}-{self.owner}.json"
-            self._write(name)
+            try:
+                self._write(name)
+            except OSError as err:  # a parent that is a file, a folder this user cannot create
+                raise LandingError(
+                    f"out_dir: cannot write {self.label}: {err.strerror or err} ({self.directory})"
+                ) from None
             others = [claim for claim in self._live_claims() if claim.name != name]
             if not others:
                 self._claim_name = name

@@ -92,9 +92,15 @@ class TopicReadError(Kip714Error):
 
 
 def check_duration(
-    field: str, value: float | None, *, allow_none: bool = True, allow_zero: bool = False
+    field: str,
+    value: float | None,
+    *,
+    allow_none: bool = True,
+    allow_zero: bool = False,
+    maximum: float | None = None,
 ) -> None:
-    """Refuse NaN, infinite, negative (and zero unless allowed) durations, naming the field."""
+    """Refuse NaN, infinite, negative (and zero unless allowed) durations, and those above ``maximum``,
+    naming the field."""
     if value is None:
         if allow_none:
             return
@@ -106,6 +112,8 @@ def check_duration(
     if value < 0 or (value == 0 and not allow_zero):
         rule = "zero or more" if allow_zero else "more than zero"
         raise TopicReadError(f"{field}: must be {rule} seconds (got {value!r})")
+    if maximum is not None and value > maximum:
+        raise TopicReadError(f"{field}: must be at most {maximum:g} seconds (got {value!r})")
 
 
 class ErrorPolicy:
@@ -258,7 +266,10 @@ def describe_topic(base: Mapping[str, Any], topic: str, timeout_s: float) -> Top
     # run at once in its own words, instead of as a timeout that reads like an unreachable broker.
     refusals: list[KafkaError] = []
     config["error_cb"] = lambda error: refusals.append(error) if is_refusal(error) else None
-    admin = AdminClient(config)
+    try:
+        admin = AdminClient(config)
+    except KafkaException as err:  # a setting librdkafka refuses (an unknown protocol, a missing CA file)
+        raise TopicReadError(f"connection extra: {err.args[0].str()}") from None
     try:
         future = admin.describe_topics(TopicCollection([topic]), request_timeout=timeout_s)[topic]
         deadline = time.monotonic() + timeout_s + 5

@@ -35,7 +35,12 @@ CASES = [
     ([*LAND, "--timeout-s", "-1"], "--timeout-s: must be more than zero"),
     ([*LAND, "--chunk-interval-s", "inf"], "--chunk-interval-s: must be a finite number"),
     ([*LAND[:-1], "0"], "--metadata-timeout-s: must be more than zero"),
-    ([*LAND, "--max-records", "0"], "max_records: must be a positive integer"),
+    ([*LAND, "--max-records", "0"], "--max-records: must be a positive integer"),
+    ([*LAND, "--max-records", str(2**64)], "--max-records: must be at most 9,223,372,036,854,775,807"),
+    ([*LAND, "--chunk-records", "99999999999"], "--chunk-records: must be at most 10,000,000"),
+    ([*LAND, "--workers", "1000"], "--workers: must be at most 64"),
+    ([*LAND[:-1], "1e12"], "--metadata-timeout-s: must be at most 3600 seconds"),
+    ([*TAIL, "--client-id", "a\udcff"], "--client-id: must be UTF-8 text (got 'a\\udcff')"),
     ([*LAND, "--follow"], "follow: needs max_records or timeout_s"),
     ([*LAND, "--topic", ""], "telemetry land: argument --topic: must be a Kafka topic name"),
     ([*LAND, "--topic", ".."], "telemetry land: argument --topic: must be a Kafka topic name"),
@@ -86,3 +91,44 @@ def test_unknown_topic_and_recreated_topic_print_one_line(
     done, elapsed = run_cli([*args, "--topic", f"missing-{time.time_ns()}"], tmp_path)
     assert_one_line_error(done, "topic: 'missing-")
     assert elapsed < 90  # bounded (Airflow alone takes 5-15 s to import on a loaded machine)
+
+
+@pytest.mark.parametrize(
+    ("out", "expected"),
+    [
+        ("gs://bucket/zone", "--out: no filesystem for gs:// here"),
+        ("{file}/zone", "--out: cannot create {file}/zone: {file} is a file"),
+        ("{file}", "--out: {file} is a file, not a directory"),
+    ],
+)
+def test_an_out_that_cannot_hold_a_zone_is_refused_before_connecting(
+    out: str, expected: str, tmp_path: Path
+) -> None:
+    a_file = tmp_path / "a-file"
+    a_file.write_text("not a folder")
+    out, expected = out.format(file=a_file), expected.format(file=a_file)
+    done, _ = run_cli([*LAND, "--out", out], tmp_path)
+    assert_one_line_error(done, expected)  # not "no broker of ...": refused before any connection
+
+
+@pytest.mark.parametrize(
+    ("properties", "expected"),
+    [
+        (b"security.protocol=BOGUS\n", 'connection extra: Invalid value "BOGUS" for configuration property'),
+        (b"security.protocol=SSL\nssl.ca.location=/nonexistent\n", "connection extra: "),
+        (b"\xff\xfe\x00garbage\n", "--command-config: must be a UTF-8 Java .properties file"),
+    ],
+    ids=["unknown protocol", "missing CA file", "not UTF-8"],
+)
+def test_client_settings_librdkafka_refuses_are_named_and_leave_no_zone(
+    properties: bytes, expected: str, tmp_path: Path
+) -> None:
+    settings = tmp_path / "client.properties"
+    settings.write_bytes(properties)
+    zone = tmp_path / "zone"
+    for command in (LAND, TAIL):
+        args = [*command, "--command-config", str(settings)]
+        args += ["--out", str(zone)] if command is LAND else ["--duration-s", "3"]
+        done, _ = run_cli(args, tmp_path)
+        assert_one_line_error(done, expected)
+    assert not zone.exists()  # settings are checked at first contact, before the zone is touched
