@@ -37,7 +37,7 @@ from kip714_common.breaches import sustained_breaches
 from kip714_common.candidates import baseline_candidates, judged_columns, static_candidates
 from kip714_common.cli import Interval, run_main
 from kip714_common.landing import hour_partition_filter, path_exists
-from kip714_common.outputs import RunSummary, summarise_written, table_path, write_table
+from kip714_common.outputs import RunSummary, printable, summarise_written, table_path, write_table
 from kip714_common.rollup_input import load_history, load_rollups
 from kip714_common.schemas import ANOMALY_SCHEMA
 from kip714_common.session import app_session
@@ -174,9 +174,10 @@ def _print_anomalies(spark: SparkSession, output_root: str, interval: Interval) 
     )
     for row in rows:
         print(
-            f"KIP714_ANOMALY {row['severity']} {row['rule_name']} client_id={row['client_id']} "
-            f"instance={row['client_instance_id']} source={row['client_source_address']} "
-            f"software={row['client_software_name']}/{row['client_software_version']} "
+            f"KIP714_ANOMALY {row['severity']} {printable(row['rule_name'])} "
+            f"client_id={printable(row['client_id'])} instance={row['client_instance_id']} "
+            f"source={printable(row['client_source_address'])} "
+            f"software={printable(row['client_software_name'])}/{printable(row['client_software_version'])} "
             f"{row['field']}={row['peak_value']:.6g} {row['comparison']} {row['threshold']:.6g} "
             f"for {row['duration_seconds']}s from {row['breach_start']:%Y-%m-%dT%H:%M:%SZ}",
             flush=True,

@@ -34,7 +34,7 @@ from kip714_common.delivery import (
     reason_column,
 )
 from kip714_common.landing import LandedPoints, read_datapoints
-from kip714_common.outputs import RunSummary, summarise_written, write_table
+from kip714_common.outputs import RunSummary, printable, summarise_written, write_table
 from kip714_common.rollup import date_hour_columns, rollup_points
 from kip714_common.schemas import DELIVERY_SCHEMA, conform
 from kip714_common.session import app_session
@@ -187,8 +187,8 @@ def run(argv: Sequence[str] | None = None, spark: SparkSession | None = None) ->
     summary.print()
     for row in silent:
         who = (
-            f"instance={row['client_instance_id']} client_id={row['client_id']} "
-            f"software={row['client_software_name']}"
+            f"instance={row['client_instance_id']} client_id={printable(row['client_id'])} "
+            f"software={printable(row['client_software_name'])}"
             if row["client_instance_id"]
             else f"broker={row['broker_node_id']} unseen_instances={row['unseen']}"
         )

@@ -22,6 +22,8 @@ from matplotlib.dates import AutoDateLocator, ConciseDateFormatter, DateFormatte
 from matplotlib.figure import Figure
 from matplotlib.text import Text
 
+from airflow_provider_kip714.contract.client_text import printable
+
 SEVERITY_COLOURS = {"warning": "#e69f00", "critical": "#d55e00"}
 REPORT_SIZE, REPORT_DPI = (7.0, 2.8), 80
 CHART_SIZE, CHART_DPI = (7.5, 2.6), 100
@@ -50,8 +52,7 @@ class Series:
 
 def label(text: object) -> str:
     """A client-controlled string as a plot label: str, control characters shown, bounded length."""
-    shown = "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(text))
-    return shown if len(shown) <= MAX_LABEL else shown[: MAX_LABEL - 1] + "…"
+    return printable(text, MAX_LABEL)
 
 
 @contextmanager

@@ -18,6 +18,7 @@ from typing import Any
 
 from airflow_provider_kip714.cli import output
 from airflow_provider_kip714.cli.client_settings import command_config_extra
+from airflow_provider_kip714.contract.client_text import printable
 from airflow_provider_kip714.contract.topic import DEFAULT_TELEMETRY_TOPIC
 from airflow_provider_kip714.decoding.decoder import VALUE_FORMATS
 from airflow_provider_kip714.exceptions import Kip714Error
@@ -235,7 +236,8 @@ def _format_value(row: dict[str, Any]) -> str:
 
 
 def render_latest(latest: dict[tuple[str, str], dict[str, Any]], now: datetime) -> str:
-    """A readable table of the latest value per (client, metric + attributes)."""
+    """A readable table of the latest value per (client, metric + attributes); client-controlled text
+    is shown ``printable`` (a client id holding an escape sequence must not drive the terminal)."""
     lines = [f"kip714 telemetry tail - {now:%Y-%m-%d %H:%M:%S} UTC - {len(latest)} series"]
     by_client: dict[str, list[tuple[str, dict[str, Any]]]] = {}
     for (client, series), row in latest.items():
@@ -243,10 +245,12 @@ def render_latest(latest: dict[tuple[str, str], dict[str, Any]], now: datetime) 
     for client in sorted(by_client):
         first = by_client[client][0][1]
         software = f"{first.get('client_software_name') or '?'} {first.get('client_software_version') or ''}"
-        lines.append(f"\n{client}  [{software.strip()}]  instance {first.get('client_instance_id') or '-'}")
+        instance = first.get("client_instance_id") or "-"
+        shown = f"{printable(client)}  [{printable(software.strip())}]  instance {printable(instance)}"
+        lines.append(f"\n{shown}")
         for series, row in sorted(by_client[client]):
             kind = row["metric_type"] + (f"/{row['temporality']}" if row.get("temporality") else "")
-            lines.append(f"  {series:<70} {_format_value(row):>20}  {kind}")
+            lines.append(f"  {printable(series):<70} {_format_value(row):>20}  {printable(kind)}")
     return "\n".join(lines)
 
 

@@ -53,6 +53,13 @@ class RunSummary:
         print(f"KIP714_SUMMARY {self.as_json()}", flush=True)
 
 
+def printable(value: object) -> str:
+    """Client-controlled text in a printed line (``KIP714_ANOMALY``, ``KIP714_SILENT``: the task log, a
+    terminal): non-printable characters shown as escapes, so ``\x1b[2J`` or a newline stays data. The
+    provider's ``contract.client_text.printable`` does the same; the Spark apps ship without the provider."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(value))
+
+
 def table_path(output_root: str, table: str) -> str:
     return f"{output_root}/{table}"
 

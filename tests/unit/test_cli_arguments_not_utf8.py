@@ -35,4 +35,5 @@ def test_an_error_line_is_bounded(capsys: pytest.CaptureFixture[str]) -> None:
     assert main([*ADD, "--name", "x" * 5000]) == 2
     line = capsys.readouterr().err
     assert line.count("\n") == 1 and len(line) <= len("kip714: error: ") + MAX_ERROR_LINE + 30
-    assert line.startswith("kip714: error: name: must be at most 255 characters") and line.rstrip().endswith("characters)")
+    assert line.startswith("kip714: error: name: must be at most 255 characters")
+    assert line.rstrip().endswith("characters)")

@@ -8,6 +8,7 @@ from datetime import datetime
 from confluent_kafka import Consumer, TopicPartition
 
 from airflow_provider_kip714.analytics.tables import read_table
+from airflow_provider_kip714.contract.client_text import printable
 from airflow_provider_kip714.contract.topic import DEFAULT_TELEMETRY_TOPIC, Header, RecordType
 from airflow_provider_kip714.storage.data_root import RunArea
 
@@ -68,8 +69,8 @@ def _seconds(value: object) -> float:
 
 
 def _text(value: object) -> str:
-    """A label from a pandas record: null (None or NaN) and empty read as '?'."""
-    return "?" if value is None or value != value or value == "" else str(value)
+    """A label from a pandas record (client-controlled: shown ``printable``); null and empty read as '?'."""
+    return "?" if value is None or value != value or value == "" else printable(value)
 
 
 def _anomaly_line(row: dict[str, object]) -> str:
