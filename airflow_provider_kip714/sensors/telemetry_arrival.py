@@ -16,6 +16,7 @@ from typing import Any
 from airflow.sdk import BaseSensorOperator, PokeReturnValue
 from airflow.sdk.exceptions import AirflowSensorTimeout, AirflowSkipException
 
+from airflow_provider_kip714.contract.client_text import printable
 from airflow_provider_kip714.contract.topic import DEFAULT_TELEMETRY_TOPIC
 from airflow_provider_kip714.exceptions import Kip714Error
 from airflow_provider_kip714.subscriptions.model import parse_match
@@ -179,10 +180,10 @@ class ClientTelemetryArrivalSensor(BaseSensorOperator):
         for client in clients:
             self.log.info(
                 "Seen %s (%s %s, instance %s) at %s",
-                client["client_id"],
-                client["client_software_name"],
-                client["client_software_version"],
-                client["client_instance_id"],
+                printable(client["client_id"]),
+                printable(client["client_software_name"]),
+                printable(client["client_software_version"]),
+                printable(client["client_instance_id"]),
                 client["first_seen"],
             )
         return {"match": selectors, "clients": clients}

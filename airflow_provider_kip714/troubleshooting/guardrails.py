@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from airflow_provider_kip714.analytics.tables import read_table
+from airflow_provider_kip714.contract.client_text import printable
 from airflow_provider_kip714.contract.selectors import compile_pattern
 from airflow_provider_kip714.storage.data_root import RunArea
 
@@ -125,10 +126,10 @@ def check_window(
     for library, pushed in sorted(by_library.items()):
         if not _selected(library, selectors):
             continue
-        label = f"{library[0]} {library[1]}"
+        label = printable(f"{library[0]} {library[1]}")  # the clients' own words: data in a log line
         wanted = [metric for metric in pushed if prefix_matches(metric.metric_name, metrics)]
         if not wanted:
-            examples = ", ".join(sorted(m.metric_name for m in pushed)[:3])
+            examples = ", ".join(printable(name) for name in sorted(m.metric_name for m in pushed)[:3])
             warnings.append(
                 GuardrailWarning(
                     "no_matching_metric",

@@ -59,3 +59,13 @@ def test_the_spark_apps_print_client_text_the_same_way() -> None:
 
     for text in (HOSTILE, "a\x1b[31mred", "zürich 日本", "", "\u2028\u200b"):
         assert spark_printable(text) == printable(text)
+
+
+def test_guardrail_warnings_quote_a_library_s_own_words_as_data() -> None:
+    from airflow_provider_kip714.troubleshooting.guardrails import Capability, check_window
+
+    pushed = [Capability("evil\x1b[2J", "1.0\n2", "org.apache.kafka.x\x1b[31m")]
+    (warning,) = check_window(pushed, ["org.apache.kafka.producer."], {})
+    assert warning.kind == "no_matching_metric"
+    assert "\x1b" not in warning.message and "\n" not in warning.message
+    assert "evil\\x1b[2J 1.0\\n2 pushes none of" in warning.message
