@@ -11,7 +11,7 @@ import re
 from datetime import timedelta
 
 from airflow_provider_kip714.exceptions import SubscriptionValidationError
-from airflow_provider_kip714.subscriptions.limits import MAX_WINDOW, format_limit
+from airflow_provider_kip714.subscriptions.limits import MAX_WINDOW, MIN_WINDOW, format_limit
 
 _PART = re.compile(r"([0-9]{1,15})(ms|s|m|h|d)", re.ASCII)
 _SECONDS = re.compile(r"[0-9]{1,15}", re.ASCII)
@@ -26,10 +26,15 @@ def _string_seconds(value: str, field: str) -> float:
         return float(int(text))
     position = 0
     seconds = 0.0
+    previous_unit = math.inf
     for part in _PART.finditer(text):
         if part.start() != position:
             break
-        seconds += int(part.group(1)) * _UNIT_SECONDS[part.group(2)]
+        unit = _UNIT_SECONDS[part.group(2)]
+        if unit >= previous_unit:  # "1h1h" or "30m1h": a typo, not a sum to guess at
+            raise SubscriptionValidationError(field, f"{_HINT}, each unit once, largest first", value)
+        previous_unit = unit
+        seconds += int(part.group(1)) * unit
         position = part.end()
     if not text or position != len(text):
         raise SubscriptionValidationError(field, _HINT, value)
@@ -60,5 +65,9 @@ def parse_duration(
 
 
 def parse_window_length(value: str | int | float | timedelta, field: str = "window") -> timedelta:
-    """A window's length: a duration of at most ``MAX_WINDOW`` (24 h)."""
-    return parse_duration(value, field=field, maximum=MAX_WINDOW)
+    """A window's length: a duration from ``MIN_WINDOW`` (1 s: its name holds its expiry to the second)
+    to ``MAX_WINDOW`` (24 h)."""
+    window = parse_duration(value, field=field, maximum=MAX_WINDOW)
+    if window < MIN_WINDOW:
+        raise SubscriptionValidationError(field, f"must be at least {format_limit(MIN_WINDOW)}", value)
+    return window

@@ -19,6 +19,7 @@ from datetime import datetime, timedelta
 from typing import Final
 
 MAX_WINDOW: Final = timedelta(hours=24)
+MIN_WINDOW: Final = timedelta(seconds=1)
 CLOCK_SKEW_TOLERANCE: Final = timedelta(seconds=60)
 REAPER_PERIOD: Final = timedelta(minutes=5)
 MIN_EXPIRY_YEAR: Final = 2000

@@ -123,9 +123,9 @@ class Subscription:
                 raise SubscriptionValidationError(
                     "metrics", "prefixes must be non-empty strings (use '*' for every metric)", prefix
                 )
-            if "," in prefix or any(ch.isspace() for ch in prefix):
+            if "," in prefix or any(ch.isspace() or not ch.isprintable() for ch in prefix):
                 raise SubscriptionValidationError(
-                    "metrics", "a prefix cannot contain ',' or whitespace", prefix
+                    "metrics", "a prefix cannot contain ',', whitespace or control characters", prefix
                 )
             if prefix in seen:
                 raise SubscriptionValidationError("metrics", "duplicate prefix", prefix)

@@ -25,6 +25,7 @@ from typing import Any
 from airflow_provider_kip714.analytics.tables import read_table
 from airflow_provider_kip714.contract.client_text import printable
 from airflow_provider_kip714.contract.selectors import compile_pattern
+from airflow_provider_kip714.exceptions import ClusterUnreachableError
 from airflow_provider_kip714.storage.data_root import RunArea
 
 log = logging.getLogger(__name__)
@@ -201,11 +202,13 @@ def _broker_entries(described: Any) -> list[dict[str, Any]]:
 def check_subscription(
     subscription: Any, area: RunArea | None = None, admin: Any = None
 ) -> list[GuardrailWarning]:
-    """The guardrail for a ``Subscription`` about to be created (CLI, operators); never raises.
+    """The guardrail for a ``Subscription`` about to be created (CLI, operators).
 
     Reads capabilities from ``area`` (the scheduled analytics by default) and ``telemetry.max.bytes``
     from the cluster when a ``ClientMetricsAdmin`` is given. Any failure is logged and yields no
-    warning: the check is advice, and a window must open even when the analytics cannot be read.
+    warning: the check is advice, and a window must open even when the analytics cannot be read. Only
+    an unreachable cluster is raised (``ClusterUnreachableError``): the window cannot open either, and
+    the caller would otherwise wait out the same bootstrap timeout a second time.
     """
     try:
         from airflow_provider_kip714.storage.data_root import scheduled_area
@@ -213,6 +216,8 @@ def check_subscription(
         selectors = {m.selector: m.pattern for m in subscription.match}
         limit = broker_telemetry_max_bytes(admin.client) if admin is not None else None
         return check_window_in_zone(area or scheduled_area(), list(subscription.metrics), selectors, limit)
+    except ClusterUnreachableError:
+        raise
     except Exception as err:  # advice only; see docstring
         log.info("guardrail: not checked (%s)", err)
         return []

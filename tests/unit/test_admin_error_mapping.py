@@ -48,3 +48,16 @@ def test_kafka_errors_become_one_line_errors_naming_the_action(
 def test_other_errors_pass_through_unchanged(admin: ClientMetricsAdmin) -> None:
     with pytest.raises(UnicodeEncodeError):
         admin._call("altering kip714-x", raising(UnicodeEncodeError("utf-8", "\udcff", 0, 1, "surrogates")))
+
+
+def test_the_guardrail_reports_an_unreachable_cluster_instead_of_hiding_it() -> None:
+    """``subscriptions add`` ran the guardrail, which swallowed the timeout, then waited it out again
+    in the upsert (31 s for a 15 s bootstrap timeout); the window cannot open anyway: say so once."""
+    from airflow_provider_kip714.subscriptions.model import Subscription
+    from airflow_provider_kip714.troubleshooting.guardrails import check_subscription
+
+    unreachable = ClientMetricsAdmin({"bootstrap_servers": ["127.0.0.1:1"], "bootstrap_timeout_ms": 500})
+    subscription = Subscription.from_spec(name="x", metrics=["org.apache.kafka."])
+    expected = r"^cannot reach Kafka at 127\.0\.0\.1:1 .* within 500 ms"
+    with pytest.raises(ClusterUnreachableError, match=expected):
+        check_subscription(subscription, admin=unreachable)

@@ -12,7 +12,6 @@ from pathlib import Path
 from airflow_provider_kip714.contract.topic import DEFAULT_TELEMETRY_TOPIC
 from kip714_dev.cli import service_commands as service
 from kip714_dev.cli.options import data_dir, port, seconds
-from kip714_dev.errors import LocalKafkaError
 from kip714_dev.local_kafka.broker_config import (
     DEFAULT_BROKER_METRICS_INTERVAL_MS,
     DEFAULT_CONTROLLER_PORT,
@@ -30,6 +29,7 @@ from kip714_dev.local_kafka.launcher import (
     DEFAULT_READY_TIMEOUT_S,
     DEFAULT_STOP_TIMEOUT_S,
     BrokerNotReadyError,
+    check_plugin_jar,
 )
 from kip714_dev.local_kafka.plugin_jar import default_plugin_jar
 from kip714_dev.local_kafka.state import LocalKafkaState
@@ -179,8 +179,7 @@ def settings_from_args(args: argparse.Namespace) -> BrokerSettings:
     plugin_jar: Path | None = None
     if args.plugin_jar is not None:
         plugin_jar = args.plugin_jar.expanduser().resolve()
-        if not plugin_jar.is_file():
-            raise LocalKafkaError(f"--plugin-jar: {plugin_jar} does not exist (build it with `make plugin`)")
+        check_plugin_jar(plugin_jar)
     elif not args.no_plugin:
         plugin_jar = default_plugin_jar()
         if plugin_jar is None:

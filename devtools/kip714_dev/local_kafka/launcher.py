@@ -255,6 +255,13 @@ def start_broker(
     return await_ready(launch_broker(settings, repair_cache=repair_cache), ready_timeout_s)
 
 
+def check_plugin_jar(path: Path) -> None:
+    """``--plugin-jar`` names a file (the jar ``make plugin`` builds); one line naming it otherwise."""
+    if not path.is_file():
+        what = "is a directory, not a jar" if path.is_dir() else "does not exist"
+        raise LocalKafkaError(f"--plugin-jar: {path} {what} (build it with `make plugin`)")
+
+
 def launch_broker(
     settings: BrokerSettings, *, repair_cache: bool = False, cluster_id: str | None = None
 ) -> LaunchedBroker:
@@ -268,10 +275,8 @@ def launch_broker(
         raise LocalKafkaError(
             f"a local Kafka already runs from {layout.root} (pid {running}){where}; stop it first"
         )
-    if settings.plugin_jar is not None and not settings.plugin_jar.is_file():
-        raise LocalKafkaError(
-            f"--plugin-jar: {settings.plugin_jar} does not exist (build it with `make plugin`)"
-        )
+    if settings.plugin_jar is not None:
+        check_plugin_jar(settings.plugin_jar)
     java = find_java()
     require_free_ports(settings.ports)
     distribution = ensure_distribution(settings.kafka_version, repair=repair_cache)
