@@ -8,13 +8,14 @@ from functools import lru_cache
 from typing import Any, Final
 
 from airflow_provider_kip714.contract.instance_id import to_hex_form
-from airflow_provider_kip714.contract.topic import Header, RecordType
+from airflow_provider_kip714.contract.topic import CLIENT_HEADERS, Header, RecordType
 from airflow_provider_kip714.decoding import limits
 from airflow_provider_kip714.decoding.header_sets import Headers, HeaderSet, HeaderSets
 from airflow_provider_kip714.exceptions import TelemetryDecodeError
 from spark_apps.kip714_common.landing_contract import BROKER_LABEL_COLUMNS
 
 LABEL_COLUMNS: Final = BROKER_LABEL_COLUMNS
+_CONTRACT_HEADERS: Final = frozenset(CLIENT_HEADERS)
 
 
 @dataclass(frozen=True)
@@ -47,6 +48,27 @@ def headers_to_dict(headers: Iterable[tuple[str, bytes | None]] | None) -> dict[
     if not headers:
         return {}
     return {name: (None if raw is None else raw.decode("utf-8", errors="replace")) for name, raw in headers}
+
+
+def contract_headers(headers: Iterable[tuple[str, bytes | None]] | None) -> dict[str, str | None]:
+    """``headers_to_dict`` for labelling: the contract's headers (``Header``) must be UTF-8; one that is
+    not was written by something other than the plugin, and its record is quarantined with that reason
+    instead of landing with replacement characters in a label column. Other headers (a later plugin's
+    additions, anyone's own) are not read into labels and stay lenient."""
+    if not headers:
+        return {}
+    text: dict[str, str | None] = {}
+    for name, raw in headers:
+        if raw is None:
+            text[name] = None
+        elif name in _CONTRACT_HEADERS:
+            try:
+                text[name] = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                raise TelemetryDecodeError(f"header {name}: must be UTF-8 text (got {raw[:64]!r})") from None
+        else:
+            text[name] = raw.decode("utf-8", errors="replace")
+    return text
 
 
 def _int_header(headers: dict[str, str | None], name: str, column: str) -> int | None:
@@ -156,7 +178,7 @@ class BatchLabels:
         error_of_set: list[str | None] = []
         for header_set in header_sets:
             try:
-                labels = parse_labels(headers_to_dict(header_set))
+                labels = parse_labels(contract_headers(header_set))
             except TelemetryDecodeError as err:
                 row_of_set.append(-1)
                 error_of_set.append(err.reason)
@@ -178,4 +200,11 @@ class BatchLabels:
         return [labels.row() for labels in self.rows]
 
 
-__all__ = ["LABEL_COLUMNS", "BatchLabels", "RecordLabels", "headers_to_dict", "parse_labels"]
+__all__ = [
+    "LABEL_COLUMNS",
+    "BatchLabels",
+    "RecordLabels",
+    "contract_headers",
+    "headers_to_dict",
+    "parse_labels",
+]

@@ -200,3 +200,22 @@ def test_empty_units_are_null_for_every_metric_kind(monkeypatch) -> None:
     )
     assert set(units) == {"gauge", "sum", "histogram", "exponential_histogram", "summary"}
     assert set(units.values()) == {None}
+
+
+@pytest.mark.parametrize(
+    "name", [Header.CLIENT_ID, Header.CLIENT_SOFTWARE_NAME, Header.PRINCIPAL, Header.TYPE]
+)
+def test_a_contract_header_that_is_not_utf8_quarantines_its_record(name: str, monkeypatch) -> None:
+    """Before: a non-UTF-8 client id landed as U+FFFD replacement characters (a label nobody sent),
+    while a non-UTF-8 instance id was quarantined; both readers now quarantine either, naming the header."""
+    headers = [(key, b"\xff\xfe orders" if key == name else value) for key, value in client_headers()]
+    batch = decode_both(between(record(headers=headers)), monkeypatch)
+    assert [index for index, _ in batch.failures] == [1], batch.failures
+    assert batch.failures[0][1] == f"header {name}: must be UTF-8 text (got b'\\xff\\xfe orders')"
+    assert batch.points_per_record == [3, 0, 3]
+
+
+def test_headers_outside_the_contract_stay_lenient(monkeypatch) -> None:
+    headers = [*client_headers(), ("kip714.future_label", b"\xff"), ("trace-id", b"\xfe")]
+    batch = decode_both([record(headers=headers)], monkeypatch)
+    assert batch.failures == [] and batch.points_per_record == [3]
