@@ -19,7 +19,11 @@ from typing import Any
 
 import kafka.errors as kafka_errors
 from kafka.admin import AlterConfigOp, ConfigResource, ConfigResourceType, KafkaAdminClient
-from kafka.net.transport import KafkaSSLTransport
+
+try:  # kafka-python 3's TLS context builder; without it, no probe (the bootstrap timeout names a refusal)
+    from kafka.net.transport import KafkaSSLTransport
+except ImportError:  # pragma: no cover - another kafka-python 3.x layout
+    KafkaSSLTransport = None
 
 from airflow_provider_kip714.clock import Clock, SystemClock
 from airflow_provider_kip714.exceptions import (
@@ -145,7 +149,8 @@ def refused_certificate(settings: Mapping[str, Any]) -> str | None:
     certificate), so it verifies exactly what kafka-python will. Only a certificate that does not
     verify counts: a server that is down, slow or that verifies leaves the verdict to kafka-python.
     """
-    if str(settings.get("security_protocol", "PLAINTEXT")).upper() not in _TLS_PROTOCOLS:
+    protocol = str(settings.get("security_protocol", "PLAINTEXT")).upper()
+    if protocol not in _TLS_PROTOCOLS or KafkaSSLTransport is None:
         return None
     servers = settings.get("bootstrap_servers") or []
     if isinstance(servers, str):
