@@ -10,6 +10,17 @@ class Kip714Error(Exception):
     """Base class of the provider's own errors."""
 
 
+MAX_SHOWN_VALUE = 200
+"""Characters of a refused value quoted in an error (a 1 MB value is named, not echoed)."""
+
+
+def _bounded_repr(value: object) -> str:
+    shown = repr(value)
+    if len(shown) <= MAX_SHOWN_VALUE:
+        return shown
+    return f"{shown[: MAX_SHOWN_VALUE - 1]}… ({len(shown)} characters)"
+
+
 class SubscriptionValidationError(Kip714Error, ValueError):
     """A subscription spec breaks one of Kafka's rules; raised before the cluster is touched."""
 
@@ -17,7 +28,7 @@ class SubscriptionValidationError(Kip714Error, ValueError):
         self.field = field
         self.rule = rule
         self.value = value
-        shown = "" if value is None else f" (got {value!r})"
+        shown = "" if value is None else f" (got {_bounded_repr(value)})"
         super().__init__(f"{field}: {rule}{shown}")
 
 

@@ -77,6 +77,12 @@ class MatchSelector:
             raise SubscriptionValidationError(
                 "match", "a regex cannot contain ',' (Kafka splits the match list on commas)", self.pattern
             )
+        if not all(ch.isprintable() or ch == " " for ch in self.pattern):
+            raise SubscriptionValidationError(
+                "match",
+                f"a {self.selector} regex cannot contain control characters (write \\n or \\t as escapes)",
+                self.pattern,
+            )
         if self.pattern != self.pattern.strip():
             raise SubscriptionValidationError(
                 "match",

@@ -8,6 +8,7 @@ breached, a cluster without broker records), and the page says so instead of fai
 from __future__ import annotations
 
 import json
+import logging
 import re
 import shutil
 from collections.abc import Mapping, Sequence
@@ -35,6 +36,8 @@ from airflow_provider_kip714.storage.data_root import (
     is_local,
     safe_run_name,
 )
+
+log = logging.getLogger(__name__)
 
 REPORT_FILE = "report.html"
 SUMMARY_FILE = "summary.json"
@@ -170,12 +173,18 @@ def _client_identities(rollups: pd.DataFrame, anomalies: pd.DataFrame) -> dict[s
 def _selected(frame: pd.DataFrame, match: Mapping[str, str]) -> pd.DataFrame:
     """Rows of the clients the request targeted (whole-value regexes, like the broker's match).
 
-    The tables keep no source port, so a ``client_source_port`` selector does not filter.
+    The tables keep no source port, so a ``client_source_port`` selector does not filter. A regex the
+    local engine (RE2, linear time) refuses but the broker's Java engine took (a back-reference) does
+    not filter either: the window's data came from the clients the broker matched.
     """
     judged = {selector: pattern for selector, pattern in match.items() if selector in frame.columns}
     if frame.empty or not judged:
         return frame
-    matches = matcher(judged)
+    try:
+        matches = matcher(judged)
+    except ValueError as err:
+        log.warning("report: clients not filtered by %s (%s)", judged, err)
+        return frame
     identities = frame[list(judged)].to_dict("records")
     return frame[[matches(identity) for identity in identities]]
 

@@ -48,6 +48,14 @@ def parse_metrics(value: str | Iterable[str] | None) -> tuple[str, ...]:
     return tuple(_split_list(value))
 
 
+def prefix_problem(prefix: str) -> str | None:
+    """Why a metric-name prefix cannot be sent (Kafka splits the list on ','; names have no spaces or
+    control characters), or None."""
+    if "," in prefix or any(ch.isspace() or not ch.isprintable() for ch in prefix):
+        return "a prefix cannot contain ',', whitespace or control characters"
+    return None
+
+
 def parse_interval_ms(value: int | str | None) -> int:
     if value is None:
         return DEFAULT_INTERVAL_MS
@@ -123,10 +131,8 @@ class Subscription:
                 raise SubscriptionValidationError(
                     "metrics", "prefixes must be non-empty strings (use '*' for every metric)", prefix
                 )
-            if "," in prefix or any(ch.isspace() or not ch.isprintable() for ch in prefix):
-                raise SubscriptionValidationError(
-                    "metrics", "a prefix cannot contain ',', whitespace or control characters", prefix
-                )
+            if (problem := prefix_problem(prefix)) is not None:
+                raise SubscriptionValidationError("metrics", problem, prefix)
             if prefix in seen:
                 raise SubscriptionValidationError("metrics", "duplicate prefix", prefix)
             seen.add(prefix)

@@ -14,7 +14,7 @@ from typing import Any
 
 from airflow_provider_kip714.contract.selectors import SELECTORS, match_map, parse_match
 from airflow_provider_kip714.exceptions import SubscriptionValidationError
-from airflow_provider_kip714.subscriptions.model import Subscription, parse_metrics
+from airflow_provider_kip714.subscriptions.model import Subscription, parse_metrics, prefix_problem
 from airflow_provider_kip714.troubleshooting.form import (
     BUCKETS,
     MAX_CLIENTS,
@@ -59,6 +59,8 @@ class TroubleshootingRequest:
         ``'false'`` for a flag, a number for the metric list) is refused, never turned into text that
         means something else.
         """
+        if not isinstance(params, Mapping):
+            raise SubscriptionValidationError("params", "must be an object of the form's fields", params)
         for selector in SELECTORS:
             _optional_text(selector, params.get(selector))
         fields = [f"{s}={params[s]}" for s in SELECTORS if params.get(s) not in (None, "")]
@@ -70,9 +72,13 @@ class TroubleshootingRequest:
                 "metrics", "must list at least one metric-name prefix (* = all); empty would collect nothing"
             )
         # Kafka's own rules (interval range, selectors, regexes, metrics), before any cluster call
-        subscription = Subscription.from_spec(
-            name="validation-only", metrics=metrics, interval_ms=params.get("interval_ms"), match=match
-        )
+        try:
+            subscription = Subscription.from_spec(
+                name="validation-only", metrics=metrics, interval_ms=params.get("interval_ms"), match=match
+            )
+        except SubscriptionValidationError as err:  # named as the form names it
+            field = "interval_ms" if err.field == "interval.ms" else err.field
+            raise SubscriptionValidationError(field, err.rule, err.value) from None
         window_seconds = _whole("window_seconds", params.get("window_seconds"), MIN_WINDOW_S, MAX_WINDOW_S)
         bucket = params.get("bucket", "10s")
         if bucket not in BUCKETS:
@@ -120,6 +126,10 @@ _CONN_ID = re.compile(r"[A-Za-z0-9_.-]{1,250}", re.ASCII)
 def _optional_text(field: str, value: object) -> None:
     if value is not None and not isinstance(value, str):
         raise SubscriptionValidationError(field, "must be a regex string (or empty)", value)
+    if value is not None and not all(ch.isprintable() or ch == " " for ch in value):
+        raise SubscriptionValidationError(
+            field, "cannot contain control characters (write \\n or \\t as regex escapes)", value
+        )
 
 
 def _list_of_text(field: str, value: object, what: str) -> list[str]:
@@ -141,9 +151,13 @@ def _number(field: str, value: object) -> float:
     """A finite number: NaN never breaches and infinity always does, so both are refused."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise SubscriptionValidationError(field, "must be a number", value)
-    if not math.isfinite(value):
+    try:
+        number = float(value)
+    except OverflowError:  # an int beyond a double's range
+        number = math.inf
+    if not math.isfinite(number):
         raise SubscriptionValidationError(field, "must be a finite number (not NaN or infinite)", value)
-    return float(value)
+    return number
 
 
 def parse_thresholds(raw: object) -> tuple[StaticThreshold, ...]:
@@ -155,12 +169,14 @@ def parse_thresholds(raw: object) -> tuple[StaticThreshold, ...]:
         where = f"thresholds[{index}]"
         if not isinstance(item, dict):
             raise SubscriptionValidationError(where, "must be an object", item)
-        unknown = sorted(set(item) - {f for f in StaticThreshold.__dataclass_fields__})
+        unknown = sorted(set(item) - {f for f in StaticThreshold.__dataclass_fields__}, key=str)
         if unknown:
             raise SubscriptionValidationError(f"{where}.{unknown[0]}", "is not a threshold key")
         prefix = item.get("metric_prefix")
         if not isinstance(prefix, str) or not prefix.strip():
             raise SubscriptionValidationError(f"{where}.metric_prefix", "must be a non-empty prefix", prefix)
+        if (problem := prefix_problem(prefix.strip())) is not None:
+            raise SubscriptionValidationError(f"{where}.metric_prefix", problem, prefix)
         field = item.get("field", "signal")
         if field not in THRESHOLD_FIELDS:
             raise SubscriptionValidationError(

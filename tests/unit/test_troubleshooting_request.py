@@ -60,7 +60,7 @@ def test_selectors_from_fields_and_extra_entries_are_combined() -> None:
 @pytest.mark.parametrize(
     ("overrides", "field", "rule"),
     [
-        ({"interval_ms": 50}, "interval.ms", "100"),
+        ({"interval_ms": 50}, "interval_ms", "100"),
         ({"match": ["client_colour=red"]}, "match", "unknown selector"),
         ({"client_id": "orders-("}, "match", "unbalanced"),
         ({"metrics": []}, "metrics", "at least one"),
@@ -251,3 +251,44 @@ def test_a_value_of_the_wrong_type_is_refused_naming_its_field(field: str, value
         TroubleshootingRequest.from_params({**defaults(), field: value})
     assert caught.value.field == field, caught.value
     assert "\n" not in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("overrides", "expected"),
+    [
+        (
+            {"thresholds": [{"metric_prefix": "org.x", "threshold": 10**400}]},
+            "thresholds[0].threshold: must be a finite number",
+        ),
+        (
+            {"thresholds": [{"metric_prefix": "org.x", "threshold": 1, "critical_threshold": -(10**400)}]},
+            "thresholds[0].critical_threshold: must be a finite number",
+        ),
+        ({"thresholds": [{1: 2, "zz": 3, "metric_prefix": "x", "threshold": 1}]}, "thresholds[0].1: is not"),
+        (
+            {"thresholds": [{"metric_prefix": "org.x\nFAKE LOG LINE", "threshold": 1}]},
+            "thresholds[0].metric_prefix: a prefix cannot contain ',', whitespace or control characters",
+        ),
+        ({"thresholds": [{"metric_prefix": "a,b", "threshold": 1}]}, "thresholds[0].metric_prefix: a prefix"),
+        ({"client_id": "orders\n.*"}, "client_id: cannot contain control characters"),
+        ({"client_id": "orders.*\n"}, "client_id: cannot contain control characters"),  # was stripped
+        ({"client_id": "a\x00b"}, "client_id: cannot contain control characters"),
+        ({"client_software_name": "\udcff"}, "client_software_name: cannot contain control characters"),
+        ({"match": ["client_id=a\x1bb"]}, "match: a client_id regex cannot contain control characters"),
+        ({"interval_ms": 5}, "interval_ms: must be between 100 and 3600000 ms"),
+        ({"thresholds": [{"metric_prefix": "org.x", "threshold": "1" * 500}]}, "(502 characters)"),
+    ],
+)
+def test_hostile_form_values_are_one_named_refusal(overrides: dict, expected: str) -> None:
+    """Found by a review: a huge integer (OverflowError), keys of mixed types (TypeError) and text with
+    control characters (accepted, then quoted into logs or refused by the broker's encoder)."""
+    with pytest.raises(SubscriptionValidationError) as raised:
+        TroubleshootingRequest.from_params(defaults(**overrides))
+    message = str(raised.value)
+    assert expected in message and "\n" not in message and len(message) < 400
+
+
+@pytest.mark.parametrize("params", [None, [], "client_id=x"])
+def test_params_that_are_not_an_object_are_refused(params: object) -> None:
+    with pytest.raises(SubscriptionValidationError, match=r"^params: must be an object"):
+        TroubleshootingRequest.from_params(params)  # type: ignore[arg-type]
