@@ -91,17 +91,30 @@ def _with_previous(points: DataFrame) -> DataFrame:
     """Each cumulative point with its series' previous point (``_prev_*``; null for the first)."""
     series = Window.partitionBy(*SERIES_COLUMNS).orderBy("time_ns")
     level = F.when(_is_histogram(), F.col("count").cast("double")).otherwise(F.col("point_value"))
-    return points.withColumn("_level", level).withColumns(
-        {
-            "_prev_level": F.lag("_level").over(series),
-            "_prev_value": F.lag("point_value").over(series),
-            "_prev_count": F.lag("count").over(series),
-            "_prev_sum": F.lag("sum").over(series),
-            "_prev_counts": F.lag("hist_counts").over(series),
-            "_prev_start": F.lag("start_ns").over(series),
-            "_prev_time": F.lag("time_ns").over(series),
-        }
-    )
+    previous = {
+        "_prev_level": F.lag("_level").over(series),
+        "_prev_value": F.lag("point_value").over(series),
+        "_prev_count": F.lag("count").over(series),
+        "_prev_sum": F.lag("sum").over(series),
+        "_prev_counts": F.lag("hist_counts").over(series),
+        "_prev_start": F.lag("start_ns").over(series),
+        "_prev_time": F.lag("time_ns").over(series),
+    }
+    return points.withColumn("_level", level).withColumns(previous)
+
+
+_PREVIOUS_COLUMNS = (
+    "_level",
+    "_prev_level",
+    "_prev_value",
+    "_prev_count",
+    "_prev_sum",
+    "_prev_counts",
+    "_prev_start",
+    "_prev_time",
+)
+"""The helper columns ``_with_previous`` adds, dropped by name (``frame.columns`` costs a plan analysis
+round trip on Spark Connect)."""
 
 
 def _cumulative_increments(points: DataFrame, view_start_ns: int) -> DataFrame:
@@ -139,4 +152,4 @@ def _cumulative_increments(points: DataFrame, view_start_ns: int) -> DataFrame:
             "inc_sum": F.when(_is_histogram(), difference("sum", "_prev_sum")),
             "inc_bucket_counts": F.when(_is_histogram(), counts_difference),
         }
-    ).drop(*[c for c in cumulative.columns if c.startswith("_")])
+    ).drop(*_PREVIOUS_COLUMNS)
