@@ -49,7 +49,8 @@ class OneLineParser(argparse.ArgumentParser):
     """argparse, but a usage error is one line (``kip714: error: ...``) and exit 2, like ours."""
 
     def error(self, message: str) -> NoReturn:
-        self.exit(2, f"kip714: error: {self.prog.removeprefix('kip714 ')}: {message}\n")
+        command = self.prog.removeprefix("kip714 ")
+        self.exit(2, f"kip714: error: {_one_line(f'{command}: {message}')}\n")
 
 
 def build_parser(wanted: str | None = None) -> argparse.ArgumentParser:
@@ -61,8 +62,9 @@ def build_parser(wanted: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
-MAX_ERROR_LINE = 600
-"""Characters of an error line (a 5,000-character value is not echoed whole)."""
+MAX_ERROR_LINE = 16_384
+"""Characters of an error line: room for the log tail a failed start quotes (about 4 KB), not for a
+megabyte of echoed input (values quoted in errors are bounded where they are quoted, too)."""
 
 
 def non_utf8_argument(arguments: Sequence[str]) -> str | None:

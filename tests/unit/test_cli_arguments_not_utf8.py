@@ -31,9 +31,19 @@ def test_utf8_arguments_pass(capsys: pytest.CaptureFixture[str]) -> None:
     assert non_utf8_argument([*ADD, "--name", "zürich-ñ-日本", "--match", "client_id=.*"]) is None
 
 
-def test_an_error_line_is_bounded(capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_refused_value_is_quoted_in_part(capsys: pytest.CaptureFixture[str]) -> None:
     assert main([*ADD, "--name", "x" * 5000]) == 2
     line = capsys.readouterr().err
-    assert line.count("\n") == 1 and len(line) <= len("kip714: error: ") + MAX_ERROR_LINE + 30
+    assert line.count("\n") == 1 and len(line) < 400
     assert line.startswith("kip714: error: name: must be at most 255 characters")
     assert "… (5002 characters)" in line  # the value is quoted in part, its length named
+
+
+def test_an_error_line_is_bounded(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:  # argparse's own refusal, quoting a 1 MB topic name
+        main(["telemetry", "land", "--bootstrap-server", "127.0.0.1:9", "--out", "z", "--topic", "t" * 10**6])
+    assert exited.value.code == 2
+    line = capsys.readouterr().err
+    assert line.count("\n") == 1 and len(line) <= len("kip714: error: ") + MAX_ERROR_LINE + 30
+    assert line.startswith("kip714: error: telemetry land: argument --topic: must be a Kafka topic name")
+    assert line.rstrip().endswith("characters)")
