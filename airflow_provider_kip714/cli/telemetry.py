@@ -187,7 +187,8 @@ def _run_land(args: argparse.Namespace) -> int:
         option = flag.lstrip("-").replace("-", "_")
         check_count(flag, option, getattr(args, option))
     _quiet_client_logs(args)
-    out = checked_location(args.out, "--out")  # before any connection: a bad place loses nothing
+    # before any connection: a bad place loses nothing
+    out = checked_location(args.out, "--out", writing=True)
     if args.since is not None and args.until is not None and args.since >= args.until:
         raise Kip714Error(
             f"--since: must be before --until ({args.since.isoformat()} >= {args.until.isoformat()})"

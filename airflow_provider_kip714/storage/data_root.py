@@ -48,12 +48,16 @@ class StorageLocationError(Kip714Error, ValueError):
     """A data root or landing zone location that cannot hold the provider's files."""
 
 
-def checked_location(value: str | os.PathLike[str] | StoragePath, field: str) -> StoragePath:
+def checked_location(
+    value: str | os.PathLike[str] | StoragePath, field: str, *, writing: bool = False
+) -> StoragePath:
     """``value`` as a storage path, refused in one line naming ``field`` when it cannot hold a zone.
 
-    Refused: an empty value, the filesystem root, an existing file, an object-store URL without a
-    bucket, and a URL naming an Airflow connection that does not exist (``ObjectStoragePath`` would
-    fall back to anonymous access to the public cloud).
+    Refused: an empty value, the filesystem root, an existing file, a path under a file, an
+    object-store URL without a bucket or whose scheme no installed filesystem serves, and a URL naming
+    an Airflow connection that does not exist (``ObjectStoragePath`` would fall back to anonymous
+    access to the public cloud). With ``writing``, also a local path whose nearest existing folder this
+    user cannot write (readers such as the UI's API server may only read).
     """
     if isinstance(value, str):
         text = value.strip()
@@ -72,7 +76,7 @@ def checked_location(value: str | os.PathLike[str] | StoragePath, field: str) ->
         existing = next(parent for parent in (resolved, *resolved.parents) if parent.exists())
         if not existing.is_dir():
             raise StorageLocationError(f"{field}: cannot create {resolved}: {existing} is a file")
-        if not os.access(existing, os.W_OK | os.X_OK):
+        if writing and not os.access(existing, os.W_OK | os.X_OK):  # readers (the UI) may only read
             raise StorageLocationError(f"{field}: cannot create {resolved}: {existing} is not writable")
     return location
 

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import logging
 import re
-import socket
-import ssl
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -19,11 +17,6 @@ from typing import Any
 
 import kafka.errors as kafka_errors
 from kafka.admin import AlterConfigOp, ConfigResource, ConfigResourceType, KafkaAdminClient
-
-try:  # kafka-python 3's TLS context builder; without it, no probe (the bootstrap timeout names a refusal)
-    from kafka.net.transport import KafkaSSLTransport
-except ImportError:  # pragma: no cover - another kafka-python 3.x layout
-    KafkaSSLTransport = None
 
 from airflow_provider_kip714.clock import Clock, SystemClock
 from airflow_provider_kip714.exceptions import (
@@ -40,6 +33,7 @@ from airflow_provider_kip714.subscriptions.model import (
     parse_interval_ms,
     parse_metrics,
 )
+from airflow_provider_kip714.subscriptions.tls_probe import refused_certificate
 from airflow_provider_kip714.subscriptions.window_name import (
     WindowName,
     creation_problem,
@@ -51,7 +45,6 @@ log = logging.getLogger(__name__)
 DEFAULT_BOOTSTRAP_TIMEOUT_MS = 15_000
 DEFAULT_REQUEST_TIMEOUT_MS = 15_000
 VISIBILITY_TIMEOUT_S = 10.0
-TLS_PROBE_TIMEOUT_S = 5.0
 _UNREACHABLE: tuple[type[Exception], ...] = tuple(
     getattr(kafka_errors, name)
     for name in ("KafkaConnectionError", "KafkaTimeoutError", "NoBrokersAvailable")
@@ -59,7 +52,6 @@ _UNREACHABLE: tuple[type[Exception], ...] = tuple(
 )
 """kafka-python's errors that mean the cluster could not be reached (names differ across versions; an
 ``except`` naming a missing one fails with AttributeError whenever any error reaches it)."""
-_TLS_PROTOCOLS = frozenset({"SSL", "SASL_SSL"})
 
 
 class UpsertOutcome(StrEnum):
@@ -131,49 +123,6 @@ def _cause(text: str, start: str) -> str:
     """``start`` and what follows it, without kafka-python's ``(backoff N secs)``."""
     cause = text[text.find(start) :] if start in text else text
     return re.sub(r"\s*\(backoff [0-9.]+ secs\)$", "", cause)
-
-
-def _server_address(server: str) -> tuple[str, int] | None:
-    """``host:port`` (``[v6]:port`` too) as a socket address, or None when it is not one."""
-    host, _, port = server.strip().rpartition(":")
-    host = host.strip("[]")
-    return (host, int(port)) if host and port.isdigit() else None
-
-
-def refused_certificate(settings: Mapping[str, Any]) -> str | None:
-    """Why no bootstrap server's certificate verifies, from one TLS handshake each; None otherwise.
-
-    kafka-python retries a handshake whose certificate does not verify until its bootstrap timeout
-    (15 s) and only then gives up; a wrong CA is a setting to fix, not an outage to wait out. The
-    handshake uses kafka-python's own context for these settings (CA, hostname check, client
-    certificate), so it verifies exactly what kafka-python will. Only a certificate that does not
-    verify counts: a server that is down, slow or that verifies leaves the verdict to kafka-python.
-    """
-    protocol = str(settings.get("security_protocol", "PLAINTEXT")).upper()
-    if protocol not in _TLS_PROTOCOLS or KafkaSSLTransport is None:
-        return None
-    servers = settings.get("bootstrap_servers") or []
-    if isinstance(servers, str):
-        servers = servers.split(",")
-    try:
-        context = KafkaSSLTransport._build_ssl_context(
-            {key: settings.get(key, default) for key, default in KafkaSSLTransport.DEFAULT_CONFIG.items()}
-        )
-    except (ssl.SSLError, OSError, ValueError):
-        return None  # kafka-python reports bad TLS files itself
-    refusal: str | None = None
-    for address in filter(None, map(_server_address, servers)):
-        try:
-            with (
-                socket.create_connection(address, timeout=TLS_PROBE_TIMEOUT_S) as raw,
-                context.wrap_socket(raw, server_hostname=address[0]),
-            ):
-                return None  # this one verifies: kafka-python can bootstrap from it
-        except ssl.SSLCertVerificationError as err:
-            refusal = refusal or f"Handshake failed: {err}"
-        except (OSError, ValueError):
-            continue
-    return refusal
 
 
 def _connect(kwargs: Mapping[str, Any]) -> KafkaAdminClient:

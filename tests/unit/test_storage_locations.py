@@ -83,3 +83,14 @@ def test_the_cli_refuses_with_one_line_and_writes_nothing(out: str, tmp_path: Pa
     assert "Traceback" not in completed.stderr
     written = {p.name for p in tmp_path.iterdir()} - {"airflow.cfg", "airflow.db", "logs"}
     assert not written, f"nothing of a landing zone may be written, found {sorted(written)}"
+
+
+def test_only_a_location_to_write_must_be_writable() -> None:
+    """``/proc/1`` refuses new entries even to root: a landing ``--out`` under it is named before any
+    connection, while a reader (the UI, the report) of a read-only data root is not refused."""
+    from airflow_provider_kip714.storage.data_root import StorageLocationError, checked_location
+
+    assert str(checked_location("/proc/1/kip714-zone", "data root")) == "/proc/1/kip714-zone"
+    refused = r"^--out: cannot create /proc/1/kip714-zone: /proc/1 is not writable"
+    with pytest.raises(StorageLocationError, match=refused):
+        checked_location("/proc/1/kip714-zone", "--out", writing=True)

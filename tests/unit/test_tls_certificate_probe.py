@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from airflow_provider_kip714.subscriptions.admin import _server_address, refused_certificate
+from airflow_provider_kip714.subscriptions.tls_probe import _server_address, refused_certificate
 
 
 class PlainTcpServer:
