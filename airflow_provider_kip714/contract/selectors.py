@@ -77,12 +77,8 @@ class MatchSelector:
             raise SubscriptionValidationError(
                 "match", "a regex cannot contain ',' (Kafka splits the match list on commas)", self.pattern
             )
-        if not all(ch.isprintable() or ch == " " for ch in self.pattern):
-            raise SubscriptionValidationError(
-                "match",
-                f"a {self.selector} regex cannot contain control characters (write \\n or \\t as escapes)",
-                self.pattern,
-            )
+        if (problem := control_characters_problem(self.pattern)) is not None:
+            raise SubscriptionValidationError("match", f"a {self.selector} regex {problem}", self.pattern)
         if self.pattern != self.pattern.strip():
             raise SubscriptionValidationError(
                 "match",
@@ -109,6 +105,14 @@ class MatchSelector:
 
     def render(self) -> str:
         return f"{self.selector}={self.pattern}"
+
+
+def control_characters_problem(pattern: str) -> str | None:
+    """Why a regex cannot go to the broker as typed (a newline, NUL, escape or non-UTF-8 character is
+    invisible in every listing and a surrogate cannot be encoded), or None."""
+    if all(ch.isprintable() or ch == " " for ch in pattern):
+        return None
+    return "cannot contain control characters (write \\n or \\t as regex escapes)"
 
 
 def _entries(value: str | Iterable[str]) -> list[str]:

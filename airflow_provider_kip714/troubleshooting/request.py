@@ -12,7 +12,12 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from airflow_provider_kip714.contract.selectors import SELECTORS, match_map, parse_match
+from airflow_provider_kip714.contract.selectors import (
+    SELECTORS,
+    control_characters_problem,
+    match_map,
+    parse_match,
+)
 from airflow_provider_kip714.exceptions import SubscriptionValidationError
 from airflow_provider_kip714.subscriptions.model import Subscription, parse_metrics, prefix_problem
 from airflow_provider_kip714.troubleshooting.form import (
@@ -126,10 +131,9 @@ _CONN_ID = re.compile(r"[A-Za-z0-9_.-]{1,250}", re.ASCII)
 def _optional_text(field: str, value: object) -> None:
     if value is not None and not isinstance(value, str):
         raise SubscriptionValidationError(field, "must be a regex string (or empty)", value)
-    if value is not None and not all(ch.isprintable() or ch == " " for ch in value):
-        raise SubscriptionValidationError(
-            field, "cannot contain control characters (write \\n or \\t as regex escapes)", value
-        )
+    # checked before the selector is built, which trims the ends (a trailing newline would vanish)
+    if value is not None and (problem := control_characters_problem(value)) is not None:
+        raise SubscriptionValidationError(field, problem, value)
 
 
 def _list_of_text(field: str, value: object, what: str) -> list[str]:
