@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from airflow_provider_kip714.cli import output
+from airflow_provider_kip714.cli.arguments import ascii_int
 from airflow_provider_kip714.cli.client_settings import command_config_extra
 from airflow_provider_kip714.contract.client_text import printable
 from airflow_provider_kip714.contract.topic import DEFAULT_TELEMETRY_TOPIC
@@ -66,12 +67,14 @@ def _register_land(commands: argparse._SubParsersAction) -> None:
         required=True,
         help="landing zone (one per topic): a directory or an object-store URL, s3://<conn_id>@bucket/prefix",
     )
-    land.add_argument("--max-records", type=int, help="stop after landing this many records")
+    land.add_argument("--max-records", type=ascii_int, help="stop after landing this many records")
     land.add_argument("--timeout-s", type=float, help="stop after this many seconds")
     land.add_argument(
         "--follow", action="store_true", help="keep landing new records (needs --max-records or --timeout-s)"
     )
-    land.add_argument("--chunk-records", type=int, default=DEFAULT_CHUNK_RECORDS, help="records per chunk")
+    land.add_argument(
+        "--chunk-records", type=ascii_int, default=DEFAULT_CHUNK_RECORDS, help="records per chunk"
+    )
     land.add_argument(
         "--chunk-interval-s",
         type=float,
@@ -79,7 +82,9 @@ def _register_land(commands: argparse._SubParsersAction) -> None:
         help="cut a chunk at least this often",
     )
     land.add_argument(
-        "--workers", type=int, help="staging threads that decode and write Parquet (default: 2; 1 = none)"
+        "--workers",
+        type=ascii_int,
+        help="staging threads that decode and write Parquet (default: 2; 1 = none)",
     )
     land.add_argument(
         "--since",

@@ -39,6 +39,8 @@ CASES = [
     ([*LAND, "--max-records", str(2**64)], "--max-records: must be at most 9,223,372,036,854,775,807"),
     ([*LAND, "--chunk-records", "99999999999"], "--chunk-records: must be at most 10,000,000"),
     ([*LAND, "--workers", "1000"], "--workers: must be at most 64"),
+    ([*LAND, "--workers", "\u0663"], "telemetry land: argument --workers: must be an integer written"),
+    ([*LAND, "--max-records", "1_000"], "telemetry land: argument --max-records: must be an integer written"),
     ([*LAND[:-1], "1e12"], "--metadata-timeout-s: must be at most 3600 seconds"),
     ([*TAIL, "--client-id", "a\udcff"], "--client-id: must be UTF-8 text (got 'a\\udcff')"),
     ([*LAND, "--follow"], "follow: needs max_records or timeout_s"),

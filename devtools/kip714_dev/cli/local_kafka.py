@@ -9,6 +9,7 @@ from collections.abc import Iterable
 from dataclasses import asdict
 from pathlib import Path
 
+from airflow_provider_kip714.cli.arguments import ascii_int
 from airflow_provider_kip714.contract.topic import DEFAULT_TELEMETRY_TOPIC
 from kip714_dev.cli import service_commands as service
 from kip714_dev.cli.options import data_dir, port, seconds
@@ -98,11 +99,11 @@ def _add_listener_options(start: argparse.ArgumentParser) -> None:
         help="SASL_PLAINTEXT listener port (default %(default)s)",
     )
     start.add_argument(
-        "--node-id", type=int, default=DEFAULT_NODE_ID, help="KRaft node id (default %(default)s)"
+        "--node-id", type=ascii_int, default=DEFAULT_NODE_ID, help="KRaft node id (default %(default)s)"
     )
     start.add_argument(
         "--brokers",
-        type=int,
+        type=ascii_int,
         default=1,
         help="brokers in the cluster, each a KRaft voter; broker k (from 0) uses --node-id + k and "
         "each port + k, so space the ports by N (default %(default)s)",
@@ -113,7 +114,7 @@ def _add_listener_options(start: argparse.ArgumentParser) -> None:
         help="add a SASL_PLAINTEXT listener (mechanism PLAIN) with these users",
     )
     start.add_argument(
-        "--telemetry-max-bytes", type=int, help="broker telemetry.max.bytes (Kafka default 1 MiB)"
+        "--telemetry-max-bytes", type=ascii_int, help="broker telemetry.max.bytes (Kafka default 1 MiB)"
     )
     start.add_argument(
         "--override",
@@ -141,7 +142,7 @@ def _add_plugin_options(start: argparse.ArgumentParser) -> None:
     )
     start.add_argument(
         "--broker-metrics-interval-ms",
-        type=int,
+        type=ascii_int,
         default=DEFAULT_BROKER_METRICS_INTERVAL_MS,
         help="how often the plugin writes broker-metric records (default %(default)s)",
     )
