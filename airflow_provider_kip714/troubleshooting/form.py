@@ -10,7 +10,9 @@ A valid form then meets the guardrail (``guardrails.check_form_request``) in the
 
 from __future__ import annotations
 
-from typing import Final
+import copy
+import functools
+from typing import Any, Final
 
 from airflow.sdk import Param
 
@@ -167,3 +169,13 @@ def troubleshoot_params() -> dict[str, Param]:
             section="Analysis",
         ),
     }
+
+
+@functools.cache
+def _form_defaults() -> tuple[tuple[str, Any], ...]:
+    return tuple((name, param.value) for name, param in troubleshoot_params().items())
+
+
+def form_defaults() -> dict[str, Any]:
+    """Each field's default, as the form shows it: what a run's missing fields mean (a fresh copy)."""
+    return copy.deepcopy(dict(_form_defaults()))

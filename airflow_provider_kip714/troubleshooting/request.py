@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from airflow_provider_kip714.contract.client_text import printable
 from airflow_provider_kip714.contract.selectors import (
     SELECTORS,
     control_characters_problem,
@@ -19,13 +20,22 @@ from airflow_provider_kip714.contract.selectors import (
     parse_match,
 )
 from airflow_provider_kip714.exceptions import SubscriptionValidationError
-from airflow_provider_kip714.subscriptions.model import Subscription, parse_metrics, prefix_problem
+from airflow_provider_kip714.subscriptions.model import (
+    ALL_METRICS,
+    MAX_INTERVAL_MS,
+    MIN_INTERVAL_MS,
+    Subscription,
+    parse_metrics,
+    prefix_problem,
+)
 from airflow_provider_kip714.troubleshooting.form import (
     BUCKETS,
+    KAFKA_PREFIX,
     MAX_CLIENTS,
     MAX_WINDOW_S,
     MIN_WINDOW_S,
     THRESHOLD_FIELDS,
+    form_defaults,
 )
 from spark_apps.kip714_common.rules import COMPARISONS
 
@@ -66,6 +76,14 @@ class TroubleshootingRequest:
         """
         if not isinstance(params, Mapping):
             raise SubscriptionValidationError("params", "must be an object of the form's fields", params)
+        defaults = form_defaults()
+        unknown = sorted((key for key in params if key not in defaults), key=str)
+        if unknown:  # a misspelt field would otherwise fall back to its default without a word
+            raise SubscriptionValidationError(
+                printable(unknown[0], _MAX_FIELD_NAME),
+                f"is not a field of the form (its fields: {', '.join(defaults)})",
+            )
+        params = {**defaults, **params}  # a missing field means what the form shows, as in the UI
         for selector in SELECTORS:
             _optional_text(selector, params.get(selector))
         fields = [f"{s}={params[s]}" for s in SELECTORS if params.get(s) not in (None, "")]
@@ -76,16 +94,23 @@ class TroubleshootingRequest:
             raise SubscriptionValidationError(
                 "metrics", "must list at least one metric-name prefix (* = all); empty would collect nothing"
             )
+        interval_ms = params["interval_ms"]
+        if isinstance(interval_ms, bool) or not isinstance(interval_ms, int):  # "5000" is not coerced
+            raise SubscriptionValidationError(
+                "interval_ms",
+                f"must be a whole number of milliseconds ({MIN_INTERVAL_MS}..{MAX_INTERVAL_MS})",
+                interval_ms,
+            )
         # Kafka's own rules (interval range, selectors, regexes, metrics), before any cluster call
         try:
             subscription = Subscription.from_spec(
-                name="validation-only", metrics=metrics, interval_ms=params.get("interval_ms"), match=match
+                name="validation-only", metrics=metrics, interval_ms=interval_ms, match=match
             )
         except SubscriptionValidationError as err:  # named as the form names it
             field = "interval_ms" if err.field == "interval.ms" else err.field
             raise SubscriptionValidationError(field, err.rule, err.value) from None
         window_seconds = _whole("window_seconds", params.get("window_seconds"), MIN_WINDOW_S, MAX_WINDOW_S)
-        bucket = params.get("bucket", "10s")
+        bucket = params["bucket"]
         if bucket not in BUCKETS:
             raise SubscriptionValidationError("bucket", f"must be one of {', '.join(BUCKETS)}", bucket)
         kafka_config_id = params.get("kafka_config_id")
@@ -96,7 +121,7 @@ class TroubleshootingRequest:
                 kafka_config_id,
             )
         thresholds = params.get("thresholds")
-        use_default_rules = params.get("use_default_rules", True)
+        use_default_rules = params["use_default_rules"]
         if not isinstance(use_default_rules, bool):
             raise SubscriptionValidationError("use_default_rules", "must be true or false", use_default_rules)
         return cls(
@@ -105,15 +130,15 @@ class TroubleshootingRequest:
             metrics=tuple(metrics),
             interval_ms=subscription.interval_ms,
             window_seconds=window_seconds,
-            min_clients=_whole("min_clients", params.get("min_clients", 1), 1, MAX_CLIENTS),
+            min_clients=_whole("min_clients", params["min_clients"], 1, MAX_CLIENTS),
             bucket=bucket,
-            thresholds=parse_thresholds([] if thresholds is None else thresholds),
-            use_default_rules=use_default_rules,
-            baseline_min_buckets=_whole(
-                "baseline_min_buckets", params.get("baseline_min_buckets", 6), 3, 10000
+            thresholds=collected_thresholds(
+                parse_thresholds([] if thresholds is None else thresholds), metrics
             ),
+            use_default_rules=use_default_rules,
+            baseline_min_buckets=_whole("baseline_min_buckets", params["baseline_min_buckets"], 3, 10000),
             baseline_for_seconds=_whole(
-                "baseline_for_seconds", params.get("baseline_for_seconds", 30), 0, MAX_WINDOW_S
+                "baseline_for_seconds", params["baseline_for_seconds"], 0, MAX_WINDOW_S
             ),
         )
 
@@ -125,6 +150,7 @@ class TroubleshootingRequest:
         return match_map(self.match)
 
 
+_MAX_FIELD_NAME = 80
 _CONN_ID = re.compile(r"[A-Za-z0-9_.-]{1,250}", re.ASCII)
 
 
@@ -203,3 +229,36 @@ def parse_thresholds(raw: object) -> tuple[StaticThreshold, ...]:
         for_seconds = _whole(f"{where}.for_seconds", item.get("for_seconds", 0), 0, MAX_WINDOW_S)
         parsed.append(StaticThreshold(prefix.strip(), threshold, field, comparison, critical, for_seconds))
     return tuple(parsed)
+
+
+def _prefix_compatible(first: str, second: str) -> bool:
+    return first.startswith(second) or second.startswith(first)
+
+
+def collected_thresholds(
+    thresholds: tuple[StaticThreshold, ...], metrics: list[str]
+) -> tuple[StaticThreshold, ...]:
+    """``thresholds``, after checking each could watch a metric the window collects.
+
+    A threshold's prefix is matched against the rollups' names (lower case, ``-`` as ``.``, without
+    ``org.apache.kafka.``; ``rules.normalise_metric_prefix``); the subscription collects the names that
+    start with one of ``metrics``. A threshold on a metric the window does not collect never fires, which
+    reads like "no anomaly" in the report, so it is refused here.
+    """
+    collected = [prefix.lower().replace("-", ".") for prefix in metrics]
+    if any(prefix in (ALL_METRICS, "") for prefix in collected):
+        return thresholds
+    for index, threshold in enumerate(thresholds):
+        name = threshold.metric_prefix.lower().replace("-", ".")
+        name = name.removeprefix(KAFKA_PREFIX)
+        if not any(
+            _prefix_compatible(prefix, KAFKA_PREFIX + name) or _prefix_compatible(prefix, name)
+            for prefix in collected
+        ):
+            raise SubscriptionValidationError(
+                f"thresholds[{index}].metric_prefix",
+                f"must watch metrics the window collects (metrics: {', '.join(metrics)}); "
+                "this threshold could never fire",
+                threshold.metric_prefix,
+            )
+    return thresholds

@@ -292,3 +292,62 @@ def test_hostile_form_values_are_one_named_refusal(overrides: dict, expected: st
 def test_params_that_are_not_an_object_are_refused(params: object) -> None:
     with pytest.raises(SubscriptionValidationError, match=r"^params: must be an object"):
         TroubleshootingRequest.from_params(params)  # type: ignore[arg-type]
+
+
+def test_a_missing_field_means_the_forms_default() -> None:
+    """The REST API and ``airflow dags test -c`` may leave fields out: they mean what the form shows
+    (the push interval was Kafka's 300,000 ms instead of the form's 5,000)."""
+    request = TroubleshootingRequest.from_params({"kafka_config_id": "kafka_default"})
+    assert request == TroubleshootingRequest.from_params(defaults())
+    assert request.interval_ms == 5000 and request.metrics == ("org.apache.kafka.",)
+
+
+@pytest.mark.parametrize(
+    ("params", "expected"),
+    [
+        ({"window_second": 3600}, "window_second: is not a field of the form (its fields: kafka_config_id, "),
+        ({"\x1b[2J": 1}, "\\x1b[2J: is not a field"),
+        ({"x" * 5000: 1}, "…: is not a field"),
+        ({"interval_ms": "5000"}, "interval_ms: must be a whole number of milliseconds (100..3600000)"),
+        ({"interval_ms": 5000.0}, "interval_ms: must be a whole number of milliseconds"),
+    ],
+)
+def test_unknown_fields_and_coercible_text_are_refused(params: dict, expected: str) -> None:
+    with pytest.raises(SubscriptionValidationError) as raised:
+        TroubleshootingRequest.from_params(defaults(**params))
+    message = str(raised.value)
+    assert message.startswith(expected) or expected in message, message
+    assert "\x1b" not in message and len(message) < 600
+
+
+@pytest.mark.parametrize(
+    ("metrics", "prefix"),
+    [
+        (["org.apache.kafka.producer."], "org.apache.kafka.consumer.fetch.manager.fetch.latency"),
+        (["org.apache.kafka.producer."], "consumer.fetch"),
+        (["org.apache.kafka.consumer.fetch"], "org.apache.kafka.consumer.poll"),
+    ],
+)
+def test_a_threshold_on_metrics_the_window_does_not_collect_is_refused(metrics: list, prefix: str) -> None:
+    """It could never fire, and the report would read "no anomaly"."""
+    threshold = {"metric_prefix": prefix, "threshold": 1}
+    with pytest.raises(SubscriptionValidationError) as raised:
+        TroubleshootingRequest.from_params(defaults(metrics=metrics, thresholds=[threshold]))
+    assert raised.value.field == "thresholds[0].metric_prefix"
+    assert "must watch metrics the window collects" in str(raised.value)
+
+
+@pytest.mark.parametrize(
+    ("metrics", "prefix"),
+    [
+        (["org.apache.kafka.producer."], "producer.record.queue"),  # the rollups' short name
+        (["org.apache.kafka.producer."], "Org.Apache.Kafka.Producer-Record"),  # normalised like the rollups
+        (["org.apache.kafka.producer.record.queue.time.avg"], "org.apache.kafka.producer."),  # broader
+        (["org.apache.kafka"], "consumer.poll"),  # a subscription prefix without the last dot
+        (["*"], "anything.at.all"),
+    ],
+)
+def test_a_threshold_on_collected_metrics_is_accepted(metrics: list, prefix: str) -> None:
+    threshold = {"metric_prefix": prefix, "threshold": 1}
+    request = TroubleshootingRequest.from_params(defaults(metrics=metrics, thresholds=[threshold]))
+    assert request.thresholds[0].metric_prefix == prefix
