@@ -7,7 +7,6 @@ the rules (idempotent create, delete-missing-is-fine, reap-only-our-names) live 
 from __future__ import annotations
 
 import logging
-import re
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -24,6 +23,7 @@ from airflow_provider_kip714.exceptions import (
     ClusterUnreachableError,
     SubscriptionValidationError,
 )
+from airflow_provider_kip714.subscriptions.bootstrap_refusals import BootstrapRefusals, tls_refusal
 from airflow_provider_kip714.subscriptions.model import (
     CONFIG_KEYS,
     INTERVAL_KEY,
@@ -91,40 +91,6 @@ def _error_text(err: BaseException) -> str:
     return text if text.startswith(kind) else f"{kind}: {text}"
 
 
-class _BootstrapRefusals(logging.Handler):
-    """Why kafka-python's bootstrap failed, from its own log while an admin connects.
-
-    kafka-python retries a refused TLS handshake or SASL login until ``bootstrap_timeout_ms`` and then
-    raises only ``KafkaTimeoutError: Unable to bootstrap``, which reads like a broker that is down; each
-    retry is logged with the cause, and that cause is what the user must fix.
-    """
-
-    def __init__(self) -> None:
-        super().__init__(logging.WARNING)
-        self.tls: str | None = None
-        self.login: str | None = None
-
-    def emit(self, record: logging.LogRecord) -> None:
-        text = record.getMessage()
-        if "CERTIFICATE_VERIFY_FAILED" in text or ("Handshake failed" in text and "SSL" in text):
-            self.tls = _cause(text, "Handshake failed")
-        elif "SaslAuthenticationFailed" in text or "Authentication failed" in text:
-            self.login = _cause(text, "Authentication failed")
-
-
-def _tls_refusal(target: str, cause: str) -> str:
-    return (
-        f"TLS handshake with {target} failed: {cause}; check ssl.ca.location (ssl_cafile): "
-        "the CA that signed the brokers' certificates"
-    )
-
-
-def _cause(text: str, start: str) -> str:
-    """``start`` and what follows it, without kafka-python's ``(backoff N secs)``."""
-    cause = text[text.find(start) :] if start in text else text
-    return re.sub(r"\s*\(backoff [0-9.]+ secs\)$", "", cause)
-
-
 def _connect(kwargs: Mapping[str, Any]) -> KafkaAdminClient:
     settings = {
         "bootstrap_timeout_ms": DEFAULT_BOOTSTRAP_TIMEOUT_MS,
@@ -135,8 +101,8 @@ def _connect(kwargs: Mapping[str, Any]) -> KafkaAdminClient:
     target = describe_target(settings)
     refused = refused_certificate(settings)
     if refused is not None:
-        raise ClusterUnreachableError(_tls_refusal(target, refused))
-    refusals = _BootstrapRefusals()
+        raise ClusterUnreachableError(tls_refusal(target, refused))
+    refusals = BootstrapRefusals()
     kafka_log = logging.getLogger("kafka")
     level, propagate = kafka_log.level, kafka_log.propagate
     if kafka_log.getEffectiveLevel() > logging.WARNING:
@@ -145,12 +111,12 @@ def _connect(kwargs: Mapping[str, Any]) -> KafkaAdminClient:
         kafka_log.propagate = False
     kafka_log.addHandler(refusals)
     try:
-        return KafkaAdminClient(**settings)
+        return KafkaAdminClient(**settings, kafka_client=refusals.client_factory)
     except kafka_errors.KafkaConfigurationError as err:
         raise ClusterUnreachableError(f"bad client settings for {target}: {err}") from None
     except (kafka_errors.KafkaError, OSError) as err:
         if refusals.tls is not None:
-            raise ClusterUnreachableError(_tls_refusal(target, refusals.tls)) from None
+            raise ClusterUnreachableError(tls_refusal(target, refusals.tls)) from None
         if refusals.login is not None:
             raise ClusterUnreachableError(f"authentication to {target} failed: {refusals.login}") from None
         kind = type(err).__name__.lower()

@@ -157,16 +157,20 @@ def test_sasl_connection_from_extra_and_wrong_password(kafka_cluster: LocalKafka
         ok, message = sasl_admin.test_connection()
     assert ok, message
 
-    wrong = {**extra, "sasl.password": "not-the-password", "socket.connection.setup.timeout.ms": 8000}
+    wrong = {**extra, "sasl.password": "not-the-password"}
+    began = time.monotonic()
     with (
         ClientMetricsAdmin(to_kafka_python_kwargs(wrong)) as bad_admin,
         pytest.raises(ClusterUnreachableError) as caught,
     ):
         bad_admin.list_names()
     message = str(caught.value)
-    assert kafka_cluster.sasl_bootstrap_servers in message
-    assert "not-the-password" not in message
-    assert "SASL_PLAINTEXT" in message
+    assert message.startswith(
+        f"authentication to {kafka_cluster.sasl_bootstrap_servers} (SASL_PLAINTEXT) failed"
+    )
+    assert "Invalid username or password" in message and "not-the-password" not in message
+    # named after one refused login, not after kafka-python's 15 s of retries (bootstrap_refusals.py)
+    assert time.monotonic() - began < DEFAULT_BOOTSTRAP_TIMEOUT_MS / 1000 / 3
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
@@ -328,3 +332,19 @@ def test_a_refused_tls_handshake_is_named_not_reported_as_an_unreachable_cluster
         and "CERTIFICATE_VERIFY_FAILED" in listed.stderr
     )
     assert listed.stderr.count("\n") == 1 and "alice-secret" not in listed.stderr
+
+    # the right CA and a wrong password, through the CLI: the login is named at once, no traceback
+    properties.write_text(
+        "".join(f"{key}={value}\n" for key, value in config.items() if key != "bootstrap.servers")
+        + "sasl.password=not-the-password\n"
+    )
+    began = time.monotonic()
+    listed = run_cli(
+        "list", "--bootstrap-server", config["bootstrap.servers"], "--command-config", str(properties)
+    )
+    assert time.monotonic() - began < DEFAULT_BOOTSTRAP_TIMEOUT_MS / 1000 / 2
+    assert listed.returncode == 2 and listed.stderr.count("\n") == 1, listed.stderr
+    assert (
+        listed.stderr.startswith("kip714: error: authentication to ") and "(SASL_SSL) failed" in listed.stderr
+    )
+    assert "Invalid username or password" in listed.stderr and "not-the-password" not in listed.stderr
