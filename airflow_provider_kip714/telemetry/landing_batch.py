@@ -17,6 +17,11 @@ from airflow_provider_kip714.contract.landing_schema import QUARANTINE_SCHEMA, R
 from airflow_provider_kip714.decoding.decoder import RecordColumns, TopicRecord, ValueFormat, decode_batch
 from airflow_provider_kip714.decoding.header_sets import HeaderSet, HeaderSets
 from airflow_provider_kip714.decoding.native import variable_width
+from airflow_provider_kip714.decoding.native_writer import (
+    DatapointFile,
+    native_writer_available,
+    write_natively,
+)
 from airflow_provider_kip714.telemetry.landing_zone import ChunkId, LandingZone, StagedChunk
 
 
@@ -86,17 +91,29 @@ def stage_records(
     value_format: ValueFormat,
     records: Sequence[TopicRecord] | RecordColumns,
 ) -> StagedChunk:
-    """Decode one partition's consecutive records and write them as a staged chunk (thread-safe)."""
+    """Decode one partition's consecutive records and write them as a staged chunk (thread-safe).
+
+    The native writer writes the datapoints files when every record is a gauge or a sum
+    (``decoding/native_writer.py``); otherwise the chunk is decoded into a table that pyarrow writes.
+    """
     zone = LandingZone(zone_root, topic, fsync=fsync)
     columns = records if isinstance(records, RecordColumns) else RecordColumns.of(records)
     chunk = ChunkId(columns.partitions[0], columns.offsets[0], columns.offsets[-1])
-    decoded = decode_batch(columns, value_format, dictionary_strings=True)
+    written = None
+    if value_format == "otlp_proto" and native_writer_available():
+        written = write_natively(columns)
+    if written is not None:
+        datapoints: pa.Table | list[DatapointFile] = written.files
+        points, failures = written.points, written.failures
+    else:
+        decoded = decode_batch(columns, value_format, dictionary_strings=True)
+        datapoints, points, failures = decoded.datapoints, decoded.datapoints.num_rows, decoded.failures
     return zone.stage(
         chunk,
         raw_table(columns),
-        decoded.datapoints,
-        quarantine_table([columns.record(index) for index, _ in decoded.failures], decoded.failures),
-        points=decoded.datapoints.num_rows,
+        datapoints,
+        quarantine_table([columns.record(index) for index, _ in failures], failures),
+        points=points,
         last_timestamp_ms=columns.timestamps_ms[-1],
     )
 

@@ -37,9 +37,9 @@ import logging
 import os
 import re
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
 import pyarrow as pa
@@ -55,6 +55,9 @@ from airflow_provider_kip714.storage.data_root import (
     storage_uri,
 )
 from airflow_provider_kip714.telemetry.lease import ZoneLease, fresh
+
+if TYPE_CHECKING:
+    from airflow_provider_kip714.decoding.native_writer import DatapointFile
 
 log = logging.getLogger(__name__)
 
@@ -239,21 +242,30 @@ class LandingZone:
         self,
         chunk: ChunkId,
         raw: pa.Table,
-        datapoints: pa.Table,
+        datapoints: pa.Table | Sequence[DatapointFile],
         quarantine: pa.Table,
         *,
         points: int,
         last_timestamp_ms: int,
     ) -> StagedChunk:
-        """Write a chunk's data files under a fresh token (safe in a worker thread); commit them later."""
+        """Write a chunk's data files under a fresh token (safe in a worker thread); commit them later.
+
+        ``datapoints`` is a table (split here by hour) or the native writer's files, one per hour.
+        """
         token = uuid.uuid4().hex[:12]
         name = file_stem(chunk, token) + DATA_SUFFIX
         files: list[str] = []
-        if datapoints.num_rows:
-            for (date, hour), part in _split_by_hour(datapoints):
-                files.append(
-                    self._write_table(part, self._join(DATAPOINTS_DIR, hour_directory(date, hour), name))
-                )
+        if isinstance(datapoints, pa.Table):
+            if datapoints.num_rows:
+                for (date, hour), part in _split_by_hour(datapoints):
+                    files.append(
+                        self._write_table(part, self._join(DATAPOINTS_DIR, hour_directory(date, hour), name))
+                    )
+        else:
+            for written in datapoints:
+                path = self._join(DATAPOINTS_DIR, hour_directory(written.date, written.hour), name)
+                self._put(path, written.data)
+                files.append(path)
         if quarantine.num_rows:
             files.append(self._write_table(quarantine, self._join(QUARANTINE_DIR, name)))
         files.append(self._write_table(raw, self._join(RAW_DIR, name)))

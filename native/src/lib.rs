@@ -14,6 +14,7 @@
 
 pub mod check;
 pub mod decode;
+pub mod parquet;
 pub mod text;
 pub mod wire;
 

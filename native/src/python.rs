@@ -30,24 +30,27 @@ fn put_map<'py>(dict: &Bound<'py, PyDict>, name: &str, column: MapColumn) -> PyR
     put_strings(dict, &format!("{name}.values"), column.values)
 }
 
+/// The record values of a Python list (bytes or None), kept alive while their slices are read.
+fn owned_values(values: &Bound<'_, PyList>) -> Vec<Option<Py<PyBytes>>> {
+    values
+        .iter()
+        .map(|item| item.downcast_into::<PyBytes>().ok().map(Bound::unbind))
+        .collect()
+}
+
+fn list_slices<'a>(py: Python<'a>, owned: &'a [Option<Py<PyBytes>>]) -> Vec<Option<&'a [u8]>> {
+    owned.iter().map(|item| item.as_ref().map(|bytes| bytes.as_bytes(py))).collect()
+}
+
 /// Decode a list of record values (bytes or None) into column buffers.
 ///
 /// Returns a dict of little-endian buffers named `<column>` or `<column>.offsets|data|valid|keys...`;
 /// `status` has one byte per record: 0 decoded here, 1 for the Python decoder. The GIL is released
 /// while decoding, so landing threads decode in parallel.
 #[pyfunction]
-fn decode_metrics<'py>(
-    py: Python<'py>,
-    values: &Bound<'py, PyList>,
-) -> PyResult<Bound<'py, PyDict>> {
-    let owned: Vec<Option<Py<PyBytes>>> = values
-        .iter()
-        .map(|item| item.downcast_into::<PyBytes>().ok().map(Bound::unbind))
-        .collect();
-    let slices: Vec<Option<&[u8]>> = owned
-        .iter()
-        .map(|item| item.as_ref().map(|bytes| bytes.as_bytes(py)))
-        .collect();
+fn decode_metrics<'py>(py: Python<'py>, values: &Bound<'py, PyList>) -> PyResult<Bound<'py, PyDict>> {
+    let owned = owned_values(values);
+    let slices = list_slices(py, &owned);
     let columns = py.allow_threads(|| crate::decode::decode_values(&slices));
     columns_dict(py, columns)
 }
@@ -61,27 +64,17 @@ fn contiguous<'a>(py: Python<'a>, buffer: &'a PyBuffer<u8>, name: &str) -> PyRes
     Ok(unsafe { std::slice::from_raw_parts(cells.as_ptr().cast::<u8>(), cells.len()) })
 }
 
-/// Decode an Arrow binary column given as its buffers (what landing's native reader hands over).
+/// The values of an Arrow binary column given as its buffers, read in place.
 ///
-/// `offsets` has `offset + length + 1` little-endian int32 entries into `data`; `validity` is Arrow's bitmap or
-/// None; records listed in `skip` are not decoded (they fail earlier, on headers or lineage).
-#[pyfunction]
-#[pyo3(signature = (offsets, data, validity, offset, length, skip))]
-fn decode_binary<'py>(
-    py: Python<'py>,
-    offsets: PyBuffer<u8>,
-    data: PyBuffer<u8>,
-    validity: Option<PyBuffer<u8>>,
+/// `offsets` has `offset + length + 1` little-endian int32 entries into `data`; `validity` is Arrow's
+/// bitmap or None.
+fn binary_slices<'a>(
+    offsets: &'a [u8],
+    data: &'a [u8],
+    validity: Option<&'a [u8]>,
     offset: usize,
     length: usize,
-    skip: Vec<usize>,
-) -> PyResult<Bound<'py, PyDict>> {
-    let offsets = contiguous(py, &offsets, "offsets")?;
-    let data = contiguous(py, &data, "data")?;
-    let validity = match &validity {
-        Some(bitmap) => Some(contiguous(py, bitmap, "validity")?),
-        None => None,
-    };
+) -> PyResult<Vec<Option<&'a [u8]>>> {
     let offset_at = |index: usize| {
         i32::from_le_bytes(offsets[4 * index..4 * index + 4].try_into().expect("4 bytes")) as usize
     };
@@ -100,11 +93,52 @@ fn decode_binary<'py>(
             slices.push(Some(&data[start..end]));
         }
     }
-    for index in skip {
+    Ok(slices)
+}
+
+/// Records listed in `skip` are not decoded (they fail earlier, on headers or lineage); returns which.
+fn skip_records(slices: &mut [Option<&[u8]>], skip: &[usize]) -> Vec<bool> {
+    let mut skipped = vec![false; slices.len()];
+    for &index in skip {
         if let Some(slot) = slices.get_mut(index) {
             *slot = None;
+            skipped[index] = true;
         }
     }
+    skipped
+}
+
+/// The three buffers of an Arrow binary column, as slices (see `binary_slices`).
+fn binary_buffers<'a>(
+    py: Python<'a>,
+    offsets: &'a PyBuffer<u8>,
+    data: &'a PyBuffer<u8>,
+    validity: &'a Option<PyBuffer<u8>>,
+) -> PyResult<(&'a [u8], &'a [u8], Option<&'a [u8]>)> {
+    let validity = match validity {
+        Some(bitmap) => Some(contiguous(py, bitmap, "validity")?),
+        None => None,
+    };
+    Ok((contiguous(py, offsets, "offsets")?, contiguous(py, data, "data")?, validity))
+}
+
+/// Decode an Arrow binary column given as its buffers (what landing's native reader hands over).
+///
+/// See `binary_slices` for the buffers; records listed in `skip` are not decoded.
+#[pyfunction]
+#[pyo3(signature = (offsets, data, validity, offset, length, skip))]
+fn decode_binary<'py>(
+    py: Python<'py>,
+    offsets: PyBuffer<u8>,
+    data: PyBuffer<u8>,
+    validity: Option<PyBuffer<u8>>,
+    offset: usize,
+    length: usize,
+    skip: Vec<usize>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let (offsets, data, validity) = binary_buffers(py, &offsets, &data, &validity)?;
+    let mut slices = binary_slices(offsets, data, validity, offset, length)?;
+    skip_records(&mut slices, &skip);
     let columns = py.allow_threads(|| crate::decode::decode_values(&slices));
     columns_dict(py, columns)
 }
@@ -150,9 +184,133 @@ fn python_float_repr(number: f64) -> String {
 fn kip714_native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(decode_metrics, module)?)?;
     module.add_function(wrap_pyfunction!(decode_binary, module)?)?;
+    module.add_function(wrap_pyfunction!(write_datapoints, module)?)?;
+    module.add_function(wrap_pyfunction!(write_datapoints_binary, module)?)?;
     module.add_function(wrap_pyfunction!(python_float_repr, module)?)?;
     module.add_class::<crate::reader::TopicReader>()?;
     module.add_class::<Buffer>()?;
     module.add("FORMAT_VERSION", 1)?;
     Ok(())
+}
+
+fn label_value(item: &Bound<'_, PyAny>) -> PyResult<crate::parquet::LabelValue> {
+    use crate::parquet::LabelValue;
+    if item.is_none() {
+        Ok(LabelValue::Null)
+    } else if let Ok(flag) = item.downcast::<pyo3::types::PyBool>() {
+        Ok(LabelValue::Bool(flag.is_true()))
+    } else if let Ok(number) = item.extract::<i64>() {
+        Ok(LabelValue::Int(number))
+    } else {
+        Ok(LabelValue::Str(item.extract::<String>()?))
+    }
+}
+
+/// What the writers return: the chunk's points, the records left for the Python decoder (nothing is
+/// written when there are any) and one `(date, hour, parquet bytes)` per UTC hour of the records.
+type Written = (usize, Vec<usize>, Vec<(String, i32, Py<PyBytes>)>);
+
+/// A chunk's inputs besides its values, as the Python tuple `(topic, partitions, offsets,
+/// timestamps_ms, label_slots)`: one value per record except the topic.
+#[derive(FromPyObject)]
+struct ChunkRecords(String, Vec<i32>, Vec<i64>, Vec<i64>, Vec<i64>);
+
+/// Decode a chunk's values and write its `datapoints` Parquet files, with the GIL released.
+///
+/// `label_slots[i]` is record i's row in `label_rows` (-1 when its headers failed); records in `skip`
+/// (failed on headers or lineage, quarantined by the caller) are not decoded and have no points.
+fn write_chunk(
+    py: Python<'_>,
+    mut slices: Vec<Option<&[u8]>>,
+    records: ChunkRecords,
+    label_rows: &Bound<'_, PyList>,
+    skip: Vec<usize>,
+    group_rows: usize,
+) -> PyResult<Written> {
+    let skipped = skip_records(&mut slices, &skip);
+    let ChunkRecords(topic, partitions, offsets, timestamps_ms, label_slots) = records;
+    let width = crate::parquet::LABEL_NAMES.len();
+    let mut rows = Vec::with_capacity(label_rows.len());
+    for row in label_rows.iter() {
+        let mut values = Vec::with_capacity(width);
+        for item in row.try_iter()? {
+            values.push(label_value(&item?)?);
+        }
+        if values.len() != width {
+            return Err(PyValueError::new_err(format!("label_rows: {width} values per row")));
+        }
+        rows.push(values);
+    }
+    let n = slices.len();
+    let in_range = |slot: i64| slot >= 0 && (slot as usize) < rows.len();
+    if partitions.len() != n
+        || offsets.len() != n
+        || timestamps_ms.len() != n
+        || label_slots.len() != n
+        || label_slots.iter().zip(&skipped).any(|(&slot, &skip)| !skip && !in_range(slot))
+    {
+        return Err(PyValueError::new_err("records: one value per record (label slots in range)"));
+    }
+    // a skipped record's slot is -1 (its headers failed): never read, as it has no points
+    let input = crate::parquet::RecordInput {
+        topic,
+        partitions,
+        offsets,
+        timestamps_ms,
+        label_slots: label_slots.iter().map(|&slot| slot.max(0) as u32).collect(),
+        label_rows: rows,
+    };
+    let (points, fallback, files) = py.allow_threads(|| {
+        let columns = crate::decode::decode_values(&slices);
+        let fallback: Vec<usize> = (0..n).filter(|&i| columns.status[i] != 0 && !skipped[i]).collect();
+        if !fallback.is_empty() {
+            return Ok((0, fallback, Vec::new()));
+        }
+        let files = crate::parquet::write_datapoints(&columns, &input, group_rows)
+            .map_err(|err| PyValueError::new_err(err.to_string()))?;
+        Ok::<_, PyErr>((columns.point_record.len(), fallback, files))
+    })?;
+    let files = files
+        .into_iter()
+        .map(|file| (file.date, file.hour, PyBytes::new(py, &file.bytes).unbind()))
+        .collect();
+    Ok((points, fallback, files))
+}
+
+/// Write a chunk's `datapoints` files from a list of record values (bytes or None).
+///
+/// `records` is `ChunkRecords`' tuple; `label_rows` are `BatchLabels.label_rows()`.
+#[pyfunction]
+#[pyo3(signature = (values, records, label_rows, skip, group_rows=131_072))]
+fn write_datapoints(
+    py: Python<'_>,
+    values: &Bound<'_, PyList>,
+    records: ChunkRecords,
+    label_rows: &Bound<'_, PyList>,
+    skip: Vec<usize>,
+    group_rows: usize,
+) -> PyResult<Written> {
+    let owned = owned_values(values);
+    write_chunk(py, list_slices(py, &owned), records, label_rows, skip, group_rows)
+}
+
+/// `write_datapoints` for an Arrow binary column given as its buffers (see `binary_slices`).
+#[pyfunction]
+#[pyo3(signature = (offsets, data, validity, offset, length, records, label_rows, skip, group_rows=131_072))]
+#[allow(clippy::too_many_arguments)]
+fn write_datapoints_binary(
+    py: Python<'_>,
+    offsets: PyBuffer<u8>,
+    data: PyBuffer<u8>,
+    validity: Option<PyBuffer<u8>>,
+    offset: usize,
+    length: usize,
+    records: ChunkRecords,
+    label_rows: &Bound<'_, PyList>,
+    skip: Vec<usize>,
+    group_rows: usize,
+) -> PyResult<Written> {
+    let (offsets, data, validity) = binary_buffers(py, &offsets, &data, &validity)?;
+    let slices = binary_slices(offsets, data, validity, offset, length)?;
+    write_chunk(py, slices, records, label_rows, skip, group_rows)
 }

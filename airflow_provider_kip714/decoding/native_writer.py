@@ -1,0 +1,111 @@
+"""A chunk's ``datapoints`` Parquet files, decoded and written by the native extension in one call.
+
+Landing used to decode a chunk into an Arrow table and write it with ``pq.write_table``: about 0.47 CPU s
+per million points, most of landing's cost (``docs/benchmarks.md``). ``kip714_native.write_datapoints``
+decodes the values and writes the same files (the same Parquet schema, encodings and statistics columns
+as ``telemetry/landing_zone.py::parquet_options``; the rows read back equal) with the GIL released, at
+about 0.18 s: columns that are constant over a record, a scope or a metric are written as runs, not
+value by value (``native/src/parquet.rs``).
+
+It covers chunks whose records are all gauges and sums, nearly every chunk clients push. Headers and
+lineage are checked here first, exactly as ``fast_path.decode_fast`` checks them (those records are
+quarantined, not decoded). When any other record needs the Python decoder (a histogram, a summary,
+anything unusual), nothing is written and the caller takes the table path for the whole chunk, so
+the reference decoder keeps deciding every record the native side does not.
+
+``KIP714_DATAPOINTS_WRITER=pyarrow`` turns the native writer off (for comparing the two, or to rule
+it out); ``KIP714_OTLP_DECODER=python`` turns it off too, with the native decoder.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import os
+from dataclasses import dataclass
+from typing import Final
+
+import pyarrow as pa
+
+from airflow_provider_kip714.decoding import native
+from airflow_provider_kip714.decoding.labels import BatchLabels
+from airflow_provider_kip714.decoding.records import RecordColumns
+from airflow_provider_kip714.decoding.reference import record_failures
+
+log = logging.getLogger(__name__)
+
+WRITER_ENV: Final = "KIP714_DATAPOINTS_WRITER"
+
+
+@dataclass(frozen=True)
+class DatapointFile:
+    """One written ``datapoints`` file: the UTC date and hour of its records, and its Parquet bytes."""
+
+    date: str
+    hour: int
+    data: bytes
+
+
+@dataclass(frozen=True)
+class WrittenDatapoints:
+    points: int
+    files: list[DatapointFile]  # one per UTC hour of the records' timestamps, in ascending order
+    failures: list[tuple[int, str]]  # records that failed on headers or lineage (no points), by index
+
+
+def native_writer_available() -> bool:
+    """Whether the extension has the writer and neither it nor the native decoder is turned off."""
+    if native.kip714_native is None or not hasattr(native.kip714_native, "write_datapoints"):
+        return False
+    if os.environ.get(WRITER_ENV, "native").lower() == "pyarrow":
+        _say_pyarrow_writer_once()
+        return False
+    return native.native_available()
+
+
+@functools.cache
+def _say_pyarrow_writer_once() -> None:
+    log.info("%s=pyarrow: datapoints are decoded into Arrow tables and written by pyarrow", WRITER_ENV)
+
+
+def write_natively(columns: RecordColumns) -> WrittenDatapoints | None:
+    """The chunk's datapoints files, or None when a record needs the Python decoder (nothing written).
+
+    ``columns`` is one landing chunk (one topic). The caller checks ``native_writer_available`` first.
+    """
+    topics = list(columns.topics)
+    if not topics or topics.count(topics[0]) != len(topics):
+        return None  # not a landing chunk: the table path handles every shape
+    labels = BatchLabels.of_sets(columns.header_sets, columns.header_index)
+    failed = record_failures(columns.partitions, columns.offsets, columns.timestamps_ms, labels)
+    records = (
+        topics[0],
+        list(columns.partitions),
+        list(columns.offsets),
+        list(columns.timestamps_ms),
+        labels.slots,
+    )
+    label_rows = list(labels.label_rows())
+    skip = sorted(failed)
+    extension = native.kip714_native
+    if isinstance(columns.values, pa.Array):
+        validity, offsets, data = (
+            None if b is None else memoryview(b).cast("B") for b in columns.values.buffers()
+        )
+        points, fallback, files = extension.write_datapoints_binary(  # type: ignore[union-attr]
+            offsets, data, validity, columns.values.offset, len(columns.values), records, label_rows, skip
+        )
+    else:
+        points, fallback, files = extension.write_datapoints(  # type: ignore[union-attr]
+            list(columns.values), records, label_rows, skip
+        )
+    if fallback:
+        return None
+    return WrittenDatapoints(
+        points,
+        [DatapointFile(date, hour, data) for date, hour, data in files],
+        sorted(failed.items()),
+    )
+
+
+__all__ = ["WRITER_ENV", "DatapointFile", "WrittenDatapoints", "native_writer_available", "write_natively"]

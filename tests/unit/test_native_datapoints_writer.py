@@ -1,0 +1,254 @@
+"""The native datapoints writer (``decoding/native_writer.py``, ``native/src/parquet.rs``) against pyarrow's.
+
+Landing stages each chunk twice here, with ``KIP714_DATAPOINTS_WRITER`` native and pyarrow, and every
+hour file must be the same to a reader: the same Parquet schema, the same rows and values, the same
+min/max/null statistics on the columns readers prune with, the same aggregates in DuckDB, the same
+quarantined records. The chunks mix what clients and brokers send: resource attributes, two scopes
+with attributes, int and double values, unset times, an attribute without a value, cumulative and
+non-monotonic sums, broker headers (null client labels), headers that fail (quarantined), records
+across midnight and two hours interleaved. Spark reads the files in ``tests/spark/``.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+from pathlib import Path
+
+import duckdb
+import kip714_native
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue, InstrumentationScope, KeyValue
+from opentelemetry.proto.metrics.v1 import metrics_pb2 as m
+from opentelemetry.proto.resource.v1.resource_pb2 import Resource
+from otlp_payloads import (
+    T0_NS,
+    broker_headers,
+    client_headers,
+    every_kind_payload,
+    int_attr,
+    producer_like_payload,
+    string_attr,
+)
+
+from airflow_provider_kip714.decoding.decoder import decode_batch
+from airflow_provider_kip714.decoding.labels import BatchLabels
+from airflow_provider_kip714.decoding.native_writer import WRITER_ENV, native_writer_available, write_natively
+from airflow_provider_kip714.telemetry.landing_batch import PartitionBatch, stage_batch
+from airflow_provider_kip714.telemetry.landing_zone import _STATISTICS_COLUMNS
+
+FIELDS = ("topics", "partitions", "offsets", "timestamps_ms", "keys", "header_sets", "header_index", "values")
+MIDNIGHT_MS = 1_763_856_000_000  # 2025-11-23T00:00:00Z
+HOURS_MS = 1_763_800_000_000
+
+
+def rich_payload(seed: int) -> bytes:
+    """Resource attributes of four types, two scopes with attributes, ints, doubles, unset times."""
+
+    def scope(name: str, version: str, base: int) -> m.ScopeMetrics:
+        requests = m.Sum(
+            aggregation_temporality=m.AGGREGATION_TEMPORALITY_CUMULATIVE,
+            is_monotonic=False,
+            data_points=[
+                m.NumberDataPoint(
+                    start_time_unix_nano=T0_NS - 10**9,
+                    time_unix_nano=T0_NS + seed + k,
+                    as_int=base + seed * 3 + k - 5,
+                    attributes=[string_attr("topic", f"orders-{k}"), int_attr("partition", k)],
+                )
+                for k in range(3)
+            ],
+        )
+        latency = m.Gauge(
+            data_points=[
+                m.NumberDataPoint(time_unix_nano=0, as_double=-1.5 * seed),
+                m.NumberDataPoint(
+                    time_unix_nano=T0_NS + 7,
+                    as_int=-(2**40) - seed,
+                    attributes=[KeyValue(key="empty")],  # no value: null in the map
+                    flags=1,
+                ),
+            ]
+        )
+        odd = m.Sum(
+            aggregation_temporality=0,
+            is_monotonic=True,
+            data_points=[m.NumberDataPoint(time_unix_nano=T0_NS, as_double=1e300)],
+        )
+        return m.ScopeMetrics(
+            scope=InstrumentationScope(name=name, version=version, attributes=[string_attr("lib", name)]),
+            metrics=[
+                m.Metric(name=f"{name}.requests", unit="1", sum=requests),
+                m.Metric(name=f"{name}.latency", unit="ms", gauge=latency),
+                m.Metric(name="odd", sum=odd),
+            ],
+        )
+
+    resource = Resource(
+        attributes=[
+            string_attr("client_rack", f"rack-{seed % 3}"),
+            string_attr("service.name", "orders"),
+            KeyValue(key="pi", value=AnyValue(double_value=3.25)),
+            KeyValue(key="on", value=AnyValue(bool_value=seed % 2 == 0)),
+        ]
+    )
+    scopes = [scope("librdkafka", "2.16.0", 10), scope("app", "", 0)]
+    data = m.MetricsData(resource_metrics=[m.ResourceMetrics(resource=resource, scope_metrics=scopes)])
+    return data.SerializeToString()
+
+
+HEADER_KINDS = [
+    client_headers(),
+    client_headers(client_id="payments-7", instance_id="AAECAwQFBgcICQoLDA0OEA"),
+    broker_headers(2),
+    client_headers(**{"kip714.terminating": "true"}),
+]
+BAD_HEADERS = client_headers(**{"kip714.node_id": "abc"})  # fails on its headers: quarantined
+
+
+def mixed_chunk(number: int) -> PartitionBatch:
+    batch = PartitionBatch("_client_telemetry", number)
+    for i in range(300 + 150 * number):
+        payload = rich_payload(i % 17) if (i + number) % 3 else producer_like_payload(10, seed=i % 64)
+        if number == 2:  # a producer's late records: two hours interleaved
+            timestamp = HOURS_MS + i + (i % 3 == 0) * 3_600_000
+        elif number % 2:  # across midnight: two dates
+            timestamp = MIDNIGHT_MS - 60_000 + i * 200
+        else:
+            timestamp = HOURS_MS + i
+        headers = HEADER_KINDS[(i // 5 + number) % 4] if i % 97 else BAD_HEADERS
+        batch.append(10_000 * number + i, timestamp, b"k%d" % i, headers, payload)
+    return batch
+
+
+def staged_files(directory: Path, batch: PartitionBatch, writer: str, monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
+    monkeypatch.setenv(WRITER_ENV, writer)
+    staged = stage_batch(str(directory / writer), "_client_telemetry", False, "otlp_proto", batch)
+    files = sorted(glob.glob(str(directory / writer / "datapoints" / "*" / "*" / "*.parquet")))
+    return staged, {os.path.relpath(path, directory / writer).rsplit("/", 1)[0]: path for path in files}
+
+
+def plain(table: pa.Table) -> pa.Table:
+    """Dictionary columns as the strings they stand for (how every reader reads them)."""
+    fields = [f.with_type(f.type.value_type) if pa.types.is_dictionary(f.type) else f for f in table.schema]
+    return table.cast(pa.schema(fields))
+
+
+def statistics(path: str) -> dict[str, object]:
+    """Per statistics column: min and max over the row groups and the total null count."""
+    metadata = pq.ParquetFile(path).metadata
+    found: dict[str, list[object]] = {}
+    for group in range(metadata.num_row_groups):
+        for index in range(metadata.num_columns):
+            column = metadata.row_group(group).column(index)
+            stats = column.statistics
+            if stats is None or not stats.has_min_max:
+                continue
+            low, high, nulls = found.get(column.path_in_schema, [stats.min, stats.max, 0])
+            found[column.path_in_schema] = [
+                min(low, stats.min),
+                max(high, stats.max),
+                nulls + stats.null_count,
+            ]
+    return found
+
+
+AGGREGATES = (
+    "select count(*), sum(value) filter (where abs(value) < 1e12), min(value), max(value), sum(value_int),"
+    ' sum("offset"), count(distinct metric_name), min(time), max(time), count(start_time),'
+    " sum(cardinality(attributes)), sum(cardinality(resource_attributes)), count(scope_name),"
+    " count(client_id), count(node_id), count(quantiles), count(bucket_counts), min(date), max(date),"
+    " sum(hour), count(is_monotonic), count(temporality), sum(flags), count_if(terminating)"
+    " from read_parquet('{}', hive_partitioning = false)"
+)
+
+
+def assert_same_file(native: str, reference: str) -> None:
+    assert pq.ParquetFile(native).metadata.created_by.startswith("kip714-native")
+    assert pq.ParquetFile(native).schema.equals(pq.ParquetFile(reference).schema)
+    ours, theirs = plain(pq.read_table(native)), plain(pq.read_table(reference))
+    for name in theirs.column_names:
+        assert ours.column(name).equals(theirs.column(name)), name
+    assert ours.equals(theirs)
+    assert statistics(native) == statistics(reference)
+    assert set(statistics(reference)) == _STATISTICS_COLUMNS & set(theirs.column_names)
+    assert (
+        duckdb.sql(AGGREGATES.format(native)).fetchall()
+        == duckdb.sql(AGGREGATES.format(reference)).fetchall()
+    )
+
+
+@pytest.mark.parametrize("number", range(4))
+def test_a_staged_chunk_reads_the_same_from_either_writer(
+    number: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert native_writer_available()
+    batch = mixed_chunk(number)
+    native, native_files = staged_files(tmp_path, batch, "native", monkeypatch)
+    reference, reference_files = staged_files(tmp_path, batch, "pyarrow", monkeypatch)
+    assert native_files.keys() == reference_files.keys()
+    assert len(native_files) == (2 if number else 1)  # midnight and interleaved hours: one file per hour
+    assert (native.points, native.quarantined, native.records) == (
+        reference.points,
+        reference.quarantined,
+        reference.records,
+    )
+    assert native.quarantined > 0  # the bad headers
+    quarantined = [
+        pq.read_table(glob.glob(str(tmp_path / w / "quarantine" / "*.parquet"))[0])
+        for w in ("native", "pyarrow")
+    ]
+    assert (
+        quarantined[0]
+        .drop_columns(["quarantined_at"])
+        .equals(quarantined[1].drop_columns(["quarantined_at"]))
+    )
+    for hour, path in native_files.items():
+        assert_same_file(path, reference_files[hour])
+
+
+def test_row_groups_and_the_arrow_input_write_the_same_rows(tmp_path: Path) -> None:
+    """Small row groups (many per file) and the native reader's Arrow values (sliced) change nothing."""
+    columns = mixed_chunk(3).columns()
+    whole = write_natively(columns)
+    assert whole is not None and whole.failures
+    labels = BatchLabels.of_sets(columns.header_sets, columns.header_index)
+    records = (columns.topics[0], columns.partitions, columns.offsets, columns.timestamps_ms, labels.slots)
+    skip = [index for index, _ in whole.failures]
+    points, fallback, files = kip714_native.write_datapoints(
+        list(columns.values), records, list(labels.label_rows()), skip, group_rows=97
+    )
+    assert points == whole.points and not fallback
+    padded = pa.array([b"not this one", *columns.values], type=pa.binary()).slice(1)
+    sliced = write_natively(
+        type(columns)(*[padded if f == "values" else getattr(columns, f) for f in FIELDS])
+    )
+    assert sliced is not None
+    for (date, hour, data), written, arrow in zip(files, whole.files, sliced.files, strict=True):
+        assert (date, hour) == (written.date, written.hour) == (arrow.date, arrow.hour)
+        paths = [tmp_path / f"{tag}-{date}-{hour}.parquet" for tag in ("groups", "whole", "arrow")]
+        for path, content in zip(paths, (data, written.data, arrow.data), strict=True):
+            path.write_bytes(content)
+        assert pq.ParquetFile(paths[0]).metadata.num_row_groups > 1
+        assert_same_file(str(paths[0]), str(paths[1]))
+        assert arrow.data == written.data
+
+
+def test_a_chunk_with_a_record_for_the_python_decoder_is_left_to_the_table_path() -> None:
+    """Histograms and summaries (and anything unusual) are the reference decoder's: nothing is written."""
+    batch = PartitionBatch("_client_telemetry", 0)
+    for i, payload in enumerate([producer_like_payload(10), every_kind_payload(), b"\xff not protobuf"]):
+        batch.append(i, HOURS_MS + i, None, client_headers(), payload)
+    assert write_natively(batch.columns()) is None
+    decoded = decode_batch(batch.columns(), "otlp_proto", dictionary_strings=True)
+    assert decoded.datapoints.num_rows > 10 and [index for index, _ in decoded.failures] == [2]
+
+
+def test_pyarrow_is_chosen_by_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(WRITER_ENV, "pyarrow")
+    assert not native_writer_available()
+    monkeypatch.setenv(WRITER_ENV, "native")
+    monkeypatch.setenv("KIP714_OTLP_DECODER", "python")  # no native decoding, so no native writing
+    assert not native_writer_available()
