@@ -47,6 +47,14 @@ class DatapointFile:
 
 
 @dataclass(frozen=True)
+class RawFile:
+    """A chunk's written ``raw`` file: its record count and Parquet bytes."""
+
+    records: int
+    data: bytes
+
+
+@dataclass(frozen=True)
 class WrittenDatapoints:
     points: int
     files: list[DatapointFile]  # one per UTC hour of the records' timestamps, in ascending order
@@ -68,37 +76,69 @@ def _say_pyarrow_writer_once() -> None:
     log.info("%s=pyarrow: datapoints are decoded into Arrow tables and written by pyarrow", WRITER_ENV)
 
 
+def _single_topic(columns: RecordColumns) -> str | None:
+    topics = list(columns.topics)
+    return topics[0] if topics and topics.count(topics[0]) == len(topics) else None
+
+
+def _binary(column: object) -> object:
+    """A binary column for the extension: an Arrow array's buffers (read in place), else a list."""
+    if isinstance(column, pa.Array):
+        validity, offsets, data = (None if b is None else memoryview(b).cast("B") for b in column.buffers())
+        return offsets, data, validity, column.offset, len(column)
+    return list(column)  # type: ignore[call-overload]
+
+
+def write_raw_natively(columns: RecordColumns) -> RawFile | None:
+    """The chunk's ``raw`` file (``RAW_SCHEMA``, what ``landing_batch.raw_table`` holds), or None when
+    the records are not one landing chunk (one topic).
+
+    Header values are kept as text with undecodable bytes replaced, as the raw table keeps them; each
+    distinct header set is converted once, and written once into the file's dictionaries.
+    """
+    topic = _single_topic(columns)
+    if topic is None:
+        return None
+    header_sets = [
+        [
+            (name, None if raw is None else raw.decode("utf-8", errors="replace"))
+            for name, raw in headers or ()
+        ]
+        for headers in columns.header_sets
+    ]
+    data = native.kip714_native.write_raw(  # type: ignore[union-attr]
+        topic,
+        list(columns.partitions),
+        list(columns.offsets),
+        list(columns.timestamps_ms),
+        _binary(columns.keys),
+        header_sets,
+        list(columns.header_index),
+        _binary(columns.values),
+    )
+    return RawFile(len(columns), data)
+
+
 def write_natively(columns: RecordColumns) -> WrittenDatapoints | None:
     """The chunk's datapoints files, or None when a record needs the Python decoder (nothing written).
 
     ``columns`` is one landing chunk (one topic). The caller checks ``native_writer_available`` first.
     """
-    topics = list(columns.topics)
-    if not topics or topics.count(topics[0]) != len(topics):
+    topic = _single_topic(columns)
+    if topic is None:
         return None  # not a landing chunk: the table path handles every shape
     labels = BatchLabels.of_sets(columns.header_sets, columns.header_index)
     failed = record_failures(columns.partitions, columns.offsets, columns.timestamps_ms, labels)
     records = (
-        topics[0],
+        topic,
         list(columns.partitions),
         list(columns.offsets),
         list(columns.timestamps_ms),
         labels.slots,
     )
-    label_rows = list(labels.label_rows())
-    skip = sorted(failed)
-    extension = native.kip714_native
-    if isinstance(columns.values, pa.Array):
-        validity, offsets, data = (
-            None if b is None else memoryview(b).cast("B") for b in columns.values.buffers()
-        )
-        points, fallback, files = extension.write_datapoints_binary(  # type: ignore[union-attr]
-            offsets, data, validity, columns.values.offset, len(columns.values), records, label_rows, skip
-        )
-    else:
-        points, fallback, files = extension.write_datapoints(  # type: ignore[union-attr]
-            list(columns.values), records, label_rows, skip
-        )
+    points, fallback, files = native.kip714_native.write_datapoints(  # type: ignore[union-attr]
+        _binary(columns.values), records, list(labels.label_rows()), sorted(failed)
+    )
     if fallback:
         return None
     return WrittenDatapoints(
@@ -108,4 +148,12 @@ def write_natively(columns: RecordColumns) -> WrittenDatapoints | None:
     )
 
 
-__all__ = ["WRITER_ENV", "DatapointFile", "WrittenDatapoints", "native_writer_available", "write_natively"]
+__all__ = [
+    "WRITER_ENV",
+    "DatapointFile",
+    "RawFile",
+    "WrittenDatapoints",
+    "native_writer_available",
+    "write_natively",
+    "write_raw_natively",
+]

@@ -21,6 +21,7 @@ from airflow_provider_kip714.decoding.native_writer import (
     DatapointFile,
     native_writer_available,
     write_natively,
+    write_raw_natively,
 )
 from airflow_provider_kip714.telemetry.landing_zone import ChunkId, LandingZone, StagedChunk
 
@@ -70,6 +71,8 @@ def raw_table(records: Sequence[TopicRecord] | RecordColumns) -> pa.Table:
 
 def quarantine_table(bad: Sequence[TopicRecord], failures: Sequence[tuple[int, str]]) -> pa.Table:
     """``bad[i]`` is the record of ``failures[i]``."""
+    if not bad:  # the usual chunk
+        return QUARANTINE_SCHEMA.empty_table()
     raw = raw_table(bad)
     now_ms = int(time.time() * 1000)
     return pa.Table.from_arrays(
@@ -93,15 +96,17 @@ def stage_records(
 ) -> StagedChunk:
     """Decode one partition's consecutive records and write them as a staged chunk (thread-safe).
 
-    The native writer writes the datapoints files when every record is a gauge or a sum
-    (``decoding/native_writer.py``); otherwise the chunk is decoded into a table that pyarrow writes.
+    The native writer writes the raw file, and the datapoints files when every record is a gauge or a
+    sum (``decoding/native_writer.py``); otherwise the chunk is decoded into a table that pyarrow writes.
     """
     zone = LandingZone(zone_root, topic, fsync=fsync)
     columns = records if isinstance(records, RecordColumns) else RecordColumns.of(records)
     chunk = ChunkId(columns.partitions[0], columns.offsets[0], columns.offsets[-1])
-    written = None
-    if value_format == "otlp_proto" and native_writer_available():
-        written = write_natively(columns)
+    written = raw = None
+    if native_writer_available():
+        raw = write_raw_natively(columns)
+        if value_format == "otlp_proto":
+            written = write_natively(columns)
     if written is not None:
         datapoints: pa.Table | list[DatapointFile] = written.files
         points, failures = written.points, written.failures
@@ -110,7 +115,7 @@ def stage_records(
         datapoints, points, failures = decoded.datapoints, decoded.datapoints.num_rows, decoded.failures
     return zone.stage(
         chunk,
-        raw_table(columns),
+        raw if raw is not None else raw_table(columns),
         datapoints,
         quarantine_table([columns.record(index) for index, _ in failures], failures),
         points=points,

@@ -57,7 +57,7 @@ from airflow_provider_kip714.storage.data_root import (
 from airflow_provider_kip714.telemetry.lease import ZoneLease, fresh
 
 if TYPE_CHECKING:
-    from airflow_provider_kip714.decoding.native_writer import DatapointFile
+    from airflow_provider_kip714.decoding.native_writer import DatapointFile, RawFile
 
 log = logging.getLogger(__name__)
 
@@ -241,7 +241,7 @@ class LandingZone:
     def stage(
         self,
         chunk: ChunkId,
-        raw: pa.Table,
+        raw: pa.Table | RawFile,
         datapoints: pa.Table | Sequence[DatapointFile],
         quarantine: pa.Table,
         *,
@@ -250,7 +250,8 @@ class LandingZone:
     ) -> StagedChunk:
         """Write a chunk's data files under a fresh token (safe in a worker thread); commit them later.
 
-        ``datapoints`` is a table (split here by hour) or the native writer's files, one per hour.
+        ``raw`` is a table or the native writer's file; ``datapoints`` a table (split here by hour) or
+        the native writer's files, one per hour.
         """
         token = uuid.uuid4().hex[:12]
         name = file_stem(chunk, token) + DATA_SUFFIX
@@ -268,9 +269,15 @@ class LandingZone:
                 files.append(path)
         if quarantine.num_rows:
             files.append(self._write_table(quarantine, self._join(QUARANTINE_DIR, name)))
-        files.append(self._write_table(raw, self._join(RAW_DIR, name)))
+        if isinstance(raw, pa.Table):
+            files.append(self._write_table(raw, self._join(RAW_DIR, name)))
+            records = raw.num_rows
+        else:
+            files.append(self._join(RAW_DIR, name))
+            self._put(files[-1], raw.data)
+            records = raw.records
         return StagedChunk(
-            chunk, token, tuple(files), raw.num_rows, points, quarantine.num_rows, last_timestamp_ms
+            chunk, token, tuple(files), records, points, quarantine.num_rows, last_timestamp_ms
         )
 
     def commit(self, staged: StagedChunk) -> None:

@@ -177,6 +177,33 @@ impl Rle {
         }
     }
 
+    /// Append `values` one by one, faster than `put` for values that rarely repeat side by side (the
+    /// entries of a header set): they go to the bit-packed literals directly.
+    fn extend(&mut self, values: &[u32]) {
+        if values.is_empty() {
+            return;
+        }
+        self.flush_pending();
+        if self.literals.is_empty() {
+            // a first value that starts a long run still gets its RLE run
+            let same = values.iter().take_while(|&&value| value == values[0]).count();
+            if same >= 8 {
+                self.put(values[0], same);
+                self.extend(&values[same..]);
+                return;
+            }
+        }
+        self.literals.extend_from_slice(values);
+        if self.literals.len() >= MAX_LITERALS {
+            // only whole groups of 8 may be flushed: padding is allowed at the very end only
+            let keep = self.literals.len() % 8;
+            let tail: Vec<u32> = self.literals[self.literals.len() - keep..].to_vec();
+            self.literals.truncate(self.literals.len() - keep);
+            self.flush_literals();
+            self.literals.extend_from_slice(&tail);
+        }
+    }
+
     fn push_literals(&mut self, value: u32, count: usize) {
         for _ in 0..count {
             self.literals.push(value);
@@ -597,6 +624,43 @@ fn runs_of(index: impl Iterator<Item = u32>) -> Vec<(u32, u32)> {
 }
 
 /// Buffers and the zstd context kept per thread between chunks (no page faults on fresh memory).
+/// A column's dictionary: each distinct byte string once, in first-seen order, with its code.
+struct Dictionary<'a> {
+    lookup: HashMap<&'a [u8], u32, BuildFx>,
+    entries: Vec<&'a [u8]>,
+}
+
+impl Default for Dictionary<'_> {
+    fn default() -> Self {
+        Dictionary { lookup: HashMap::with_hasher(BuildFx), entries: Vec::new() }
+    }
+}
+
+impl<'a> Dictionary<'a> {
+    fn code(&mut self, text: &'a [u8]) -> u32 {
+        let entries = &mut self.entries;
+        *self.lookup.entry(text).or_insert_with(|| {
+            entries.push(text);
+            (entries.len() - 1) as u32
+        })
+    }
+
+    /// Bits per code (at least 1, as pyarrow writes a one-entry dictionary).
+    fn width(&self) -> u32 {
+        bit_width(self.entries.len().saturating_sub(1) as u64).max(1)
+    }
+
+    /// The dictionary page: (entries, PLAIN byte arrays).
+    fn page(&self) -> (usize, Vec<u8>) {
+        let mut page = Vec::new();
+        for text in &self.entries {
+            page.extend_from_slice(&(text.len() as u32).to_le_bytes());
+            page.extend_from_slice(text);
+        }
+        (self.entries.len(), page)
+    }
+}
+
 struct Scratch {
     compressor: zstd::bulk::Compressor<'static>,
     compressed: Vec<u8>,
@@ -760,6 +824,91 @@ impl Writer {
             })
             .collect();
         self.dictionary_codes(name, &entries, &codes, runs)
+    }
+
+    /// A flat optional binary column, values as they are (PLAIN), one row per value.
+    fn plain_binary(&mut self, name: &'static str, rows: &[Option<&[u8]>]) -> std::io::Result<()> {
+        let mut defs = Rle::new(1);
+        let mut data = self.buffer();
+        for value in rows {
+            match value {
+                Some(bytes) => {
+                    defs.put(1, 1);
+                    data.extend_from_slice(&(bytes.len() as u32).to_le_bytes());
+                    data.extend_from_slice(bytes);
+                }
+                None => defs.put(0, 1),
+            }
+        }
+        let mut body = self.buffer();
+        levels_section(&mut body, defs);
+        body.extend_from_slice(&data);
+        self.give(data);
+        self.chunk(vec![name], T_BYTE_ARRAY, None, rows.len(), body, None)
+    }
+
+    /// A `map<string, string>` column whose rows are taken from a few distinct maps (`sets[index[row]]`,
+    /// a record's header set): keys and values dictionary-encoded, each set's codes computed once.
+    fn map_of_sets(&mut self, name: &'static str, sets: &[MapSet], index: &[u32]) -> std::io::Result<()> {
+        let (mut key_dictionary, mut value_dictionary) = (Dictionary::default(), Dictionary::default());
+        // per set: repetition levels, key codes, value codes of the non-null values, no null value
+        let coded: Vec<(Vec<u32>, Vec<u32>, Vec<u32>, bool)> = sets
+            .iter()
+            .map(|set| {
+                let reps = (0..set.len()).map(|entry| u32::from(entry != 0)).collect();
+                let keys = set.iter().map(|(key, _)| key_dictionary.code(key)).collect();
+                let values = set.iter().filter_map(|(_, value)| value.as_deref()).map(|v| value_dictionary.code(v));
+                let complete = set.iter().all(|(_, value)| value.is_some());
+                (reps, keys, values.collect(), complete)
+            })
+            .collect();
+        let key_width = key_dictionary.width();
+        let value_width = value_dictionary.width();
+        let (mut reps, mut key_defs, mut value_defs) = (Rle::new(1), Rle::new(2), Rle::new(2));
+        let (mut keys, mut values) = (Rle::new(key_width), Rle::new(value_width));
+        let mut levels = 0usize;
+        for &set in index {
+            let (set_reps, set_keys, set_values, complete) = &coded[set as usize];
+            if set_reps.is_empty() {
+                // an empty map (a record without headers): one level, defined down to the map
+                reps.put(0, 1);
+                key_defs.put(1, 1);
+                value_defs.put(1, 1);
+                levels += 1;
+                continue;
+            }
+            reps.extend(set_reps);
+            key_defs.put(2, set_reps.len());
+            keys.extend(set_keys);
+            if *complete {
+                value_defs.put(3, set_reps.len());
+            } else {
+                for (_, value) in &sets[set as usize] {
+                    value_defs.put(if value.is_some() { 3 } else { 2 }, 1);
+                }
+            }
+            values.extend(set_values);
+            levels += set_reps.len();
+        }
+        let reps = reps.finish();
+        let leaves = [
+            ("key", key_defs, keys, key_width, key_dictionary.page()),
+            ("value", value_defs, values, value_width, value_dictionary.page()),
+        ];
+        for (leaf, defs, codes, width, dictionary) in leaves {
+            let mut body = self.buffer();
+            body.extend_from_slice(&(reps.len() as u32).to_le_bytes());
+            body.extend_from_slice(&reps);
+            levels_section(&mut body, defs);
+            // no entry at all (no record has headers): no dictionary, and no values to encode
+            let dictionary = (dictionary.0 > 0).then_some(dictionary);
+            if dictionary.is_some() {
+                body.push(width as u8);
+                body.extend_from_slice(&codes.finish());
+            }
+            self.chunk(vec![name, "key_value", leaf], T_BYTE_ARRAY, dictionary, levels, body, None)?;
+        }
+        Ok(())
     }
 
     /// A dictionary-encoded string column from its dictionary and each level row's code (-1: null).
@@ -1273,6 +1422,55 @@ fn write_group(w: &mut Writer, columns: &Columns, records: &RecordInput, ranges:
 
     w.end_group();
     Ok(())
+}
+
+// ---------------------------------------------------------------- the raw table
+
+/// One distinct map of a `map_of_sets` column: (key, value or null) entries in order.
+pub type MapSet = Vec<(Vec<u8>, Option<Vec<u8>>)>;
+
+/// A chunk's records as the raw table keeps them (`RAW_SCHEMA`): bytes as received.
+pub struct RawInput<'a> {
+    pub topic: String,
+    pub partitions: Vec<i32>,
+    pub offsets: Vec<i64>,
+    pub timestamps_ms: Vec<i64>,
+    pub keys: Vec<Option<&'a [u8]>>,
+    /// Each distinct header set once (header values already text, as the raw table keeps them).
+    pub header_sets: Vec<MapSet>,
+    /// Per record, its header set.
+    pub header_index: Vec<u32>,
+    pub values: Vec<Option<&'a [u8]>>,
+}
+
+fn raw_schema() -> Vec<Element> {
+    let mut s = vec![group("schema", REQUIRED, 7, Logical::None)];
+    s.push(string("topic"));
+    s.push(prim("partition", T_INT32, OPTIONAL, Logical::None));
+    s.push(prim("offset", T_INT64, OPTIONAL, Logical::None));
+    s.push(prim("timestamp", T_INT64, OPTIONAL, Logical::TimestampMillis));
+    s.push(prim("key", T_BYTE_ARRAY, OPTIONAL, Logical::None));
+    map_elements("headers", &mut s);
+    s.push(prim("value", T_BYTE_ARRAY, OPTIONAL, Logical::None));
+    s
+}
+
+/// The raw file of a chunk: what `pq.write_table(raw_table(...), **parquet_options(RAW_SCHEMA))` writes
+/// (the same schema and statistics columns), with the header maps dictionary-encoded: a chunk has a few
+/// distinct header sets of 14 headers, each written once into the dictionaries.
+pub fn write_raw(input: &RawInput) -> std::io::Result<Vec<u8>> {
+    let rows = input.partitions.len();
+    let mut w = Writer::new(rows)?;
+    w.begin_group(rows);
+    w.dictionary_strings("topic", &[Some(input.topic.as_bytes())], &[(0, rows as u32)])?;
+    w.fixed::<i32>("partition", true, input.partitions.iter().map(|&p| (Some(p), 1)))?;
+    w.fixed::<i64>("offset", true, input.offsets.iter().map(|&o| (Some(o), 1)))?;
+    w.fixed::<i64>("timestamp", true, input.timestamps_ms.iter().map(|&t| (Some(t), 1)))?;
+    w.plain_binary("key", &input.keys)?;
+    w.map_of_sets("headers", &input.header_sets, &input.header_index)?;
+    w.plain_binary("value", &input.values)?;
+    w.end_group();
+    Ok(w.finish(&raw_schema()))
 }
 
 #[cfg(test)]

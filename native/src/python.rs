@@ -185,7 +185,7 @@ fn kip714_native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(decode_metrics, module)?)?;
     module.add_function(wrap_pyfunction!(decode_binary, module)?)?;
     module.add_function(wrap_pyfunction!(write_datapoints, module)?)?;
-    module.add_function(wrap_pyfunction!(write_datapoints_binary, module)?)?;
+    module.add_function(wrap_pyfunction!(write_raw, module)?)?;
     module.add_function(wrap_pyfunction!(python_float_repr, module)?)?;
     module.add_class::<crate::reader::TopicReader>()?;
     module.add_class::<Buffer>()?;
@@ -277,40 +277,101 @@ fn write_chunk(
     Ok((points, fallback, files))
 }
 
-/// Write a chunk's `datapoints` files from a list of record values (bytes or None).
+/// Write a chunk's `datapoints` files (see `write_chunk`) from its values, a `BinaryColumn`.
 ///
 /// `records` is `ChunkRecords`' tuple; `label_rows` are `BatchLabels.label_rows()`.
 #[pyfunction]
 #[pyo3(signature = (values, records, label_rows, skip, group_rows=131_072))]
 fn write_datapoints(
     py: Python<'_>,
-    values: &Bound<'_, PyList>,
+    values: BinaryColumn<'_>,
     records: ChunkRecords,
     label_rows: &Bound<'_, PyList>,
     skip: Vec<usize>,
     group_rows: usize,
 ) -> PyResult<Written> {
-    let owned = owned_values(values);
-    write_chunk(py, list_slices(py, &owned), records, label_rows, skip, group_rows)
+    let owner = values.owner();
+    write_chunk(py, owner.slices(py)?, records, label_rows, skip, group_rows)
 }
 
-/// `write_datapoints` for an Arrow binary column given as its buffers (see `binary_slices`).
+/// A binary column from Python: a list of bytes (or None), or an Arrow binary array's buffers
+/// `(offsets, data, validity, offset, length)` (see `binary_slices`).
+#[derive(FromPyObject)]
+enum BinaryColumn<'py> {
+    List(Bound<'py, PyList>),
+    Arrow((PyBuffer<u8>, PyBuffer<u8>, Option<PyBuffer<u8>>, usize, usize)),
+}
+
+/// What a `BinaryColumn`'s slices borrow from.
+enum BinaryOwner {
+    List(Vec<Option<Py<PyBytes>>>),
+    Arrow((PyBuffer<u8>, PyBuffer<u8>, Option<PyBuffer<u8>>, usize, usize)),
+}
+
+impl BinaryColumn<'_> {
+    fn owner(self) -> BinaryOwner {
+        match self {
+            BinaryColumn::List(list) => BinaryOwner::List(owned_values(&list)),
+            BinaryColumn::Arrow(buffers) => BinaryOwner::Arrow(buffers),
+        }
+    }
+}
+
+impl BinaryOwner {
+    fn slices<'a>(&'a self, py: Python<'a>) -> PyResult<Vec<Option<&'a [u8]>>> {
+        match self {
+            BinaryOwner::List(owned) => Ok(list_slices(py, owned)),
+            BinaryOwner::Arrow((offsets, data, validity, offset, length)) => {
+                let (offsets, data, validity) = binary_buffers(py, offsets, data, validity)?;
+                binary_slices(offsets, data, validity, *offset, *length)
+            }
+        }
+    }
+}
+
+/// Write a chunk's raw Parquet file (`RAW_SCHEMA`) with the GIL released; returns its bytes.
+///
+/// `header_sets` are the chunk's distinct header sets as `[(name, value or None)]` (values already text,
+/// as the raw table keeps them) and `header_index[i]` record i's set; `keys` and `values` are
+/// `BinaryColumn`s.
 #[pyfunction]
-#[pyo3(signature = (offsets, data, validity, offset, length, records, label_rows, skip, group_rows=131_072))]
 #[allow(clippy::too_many_arguments)]
-fn write_datapoints_binary(
+fn write_raw(
     py: Python<'_>,
-    offsets: PyBuffer<u8>,
-    data: PyBuffer<u8>,
-    validity: Option<PyBuffer<u8>>,
-    offset: usize,
-    length: usize,
-    records: ChunkRecords,
-    label_rows: &Bound<'_, PyList>,
-    skip: Vec<usize>,
-    group_rows: usize,
-) -> PyResult<Written> {
-    let (offsets, data, validity) = binary_buffers(py, &offsets, &data, &validity)?;
-    let slices = binary_slices(offsets, data, validity, offset, length)?;
-    write_chunk(py, slices, records, label_rows, skip, group_rows)
+    topic: String,
+    partitions: Vec<i32>,
+    offsets: Vec<i64>,
+    timestamps_ms: Vec<i64>,
+    keys: BinaryColumn<'_>,
+    header_sets: Vec<Vec<(String, Option<String>)>>,
+    header_index: Vec<u32>,
+    values: BinaryColumn<'_>,
+) -> PyResult<Py<PyBytes>> {
+    let (keys, values) = (keys.owner(), values.owner());
+    let input = crate::parquet::RawInput {
+        topic,
+        partitions,
+        offsets,
+        timestamps_ms,
+        keys: keys.slices(py)?,
+        header_sets: header_sets
+            .into_iter()
+            .map(|set| set.into_iter().map(|(key, value)| (key.into_bytes(), value.map(String::into_bytes))).collect())
+            .collect(),
+        header_index,
+        values: values.slices(py)?,
+    };
+    let rows = input.partitions.len();
+    let sets = input.header_sets.len();
+    if [input.offsets.len(), input.timestamps_ms.len(), input.keys.len(), input.values.len(), input.header_index.len()]
+        .iter()
+        .any(|&length| length != rows)
+        || input.header_index.iter().any(|&set| set as usize >= sets)
+    {
+        return Err(PyValueError::new_err("raw columns: one value per record (header sets in range)"));
+    }
+    let bytes = py
+        .allow_threads(|| crate::parquet::write_raw(&input))
+        .map_err(|err| PyValueError::new_err(err.to_string()))?;
+    Ok(PyBytes::new(py, &bytes).unbind())
 }

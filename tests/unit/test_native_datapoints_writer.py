@@ -35,9 +35,14 @@ from otlp_payloads import (
 
 from airflow_provider_kip714.decoding.decoder import decode_batch
 from airflow_provider_kip714.decoding.labels import BatchLabels
-from airflow_provider_kip714.decoding.native_writer import WRITER_ENV, native_writer_available, write_natively
-from airflow_provider_kip714.telemetry.landing_batch import PartitionBatch, stage_batch
-from airflow_provider_kip714.telemetry.landing_zone import _STATISTICS_COLUMNS
+from airflow_provider_kip714.decoding.native_writer import (
+    WRITER_ENV,
+    native_writer_available,
+    write_natively,
+    write_raw_natively,
+)
+from airflow_provider_kip714.telemetry.landing_batch import PartitionBatch, raw_table, stage_batch
+from airflow_provider_kip714.telemetry.landing_zone import _STATISTICS_COLUMNS, parquet_options
 
 FIELDS = ("topics", "partitions", "offsets", "timestamps_ms", "keys", "header_sets", "header_index", "values")
 MIDNIGHT_MS = 1_763_856_000_000  # 2025-11-23T00:00:00Z
@@ -119,7 +124,10 @@ def mixed_chunk(number: int) -> PartitionBatch:
         else:
             timestamp = HOURS_MS + i
         headers = HEADER_KINDS[(i // 5 + number) % 4] if i % 97 else BAD_HEADERS
-        batch.append(10_000 * number + i, timestamp, b"k%d" % i, headers, payload)
+        key: bytes | None = b"k%d" % i
+        if number == 3 and i % 50 == 7:  # what raw/ keeps as received: no headers, no key, odd bytes
+            headers, key = [None, [("x-trace", b"\xff\xfe"), ("x-none", None)]][i % 2], None
+        batch.append(10_000 * number + i, timestamp, key, headers, payload)
     return batch
 
 
@@ -207,6 +215,24 @@ def test_a_staged_chunk_reads_the_same_from_either_writer(
     )
     for hour, path in native_files.items():
         assert_same_file(path, reference_files[hour])
+    raw_files = [glob.glob(str(tmp_path / w / "raw" / "*.parquet")) for w in ("native", "pyarrow")]
+    assert_same_raw_file(raw_files[0][0], raw_files[1][0])
+
+
+def assert_same_raw_file(native: str, reference: str) -> None:
+    """raw/: the same schema, rows (headers as received, replacement characters included) and statistics."""
+    assert pq.ParquetFile(native).metadata.created_by.startswith("kip714-native")
+    assert pq.ParquetFile(native).schema.equals(pq.ParquetFile(reference).schema)
+    ours, theirs = plain(pq.read_table(native)), plain(pq.read_table(reference))
+    for name in theirs.column_names:
+        assert ours.column(name).equals(theirs.column(name)), name
+    assert statistics(native) == statistics(reference)
+    query = (
+        "select count(*), count(key), sum(cardinality(headers)), count(distinct headers),"
+        ' sum(octet_length(value)), min(timestamp), max("offset")'
+        " from read_parquet('{}', hive_partitioning = false)"
+    )
+    assert duckdb.sql(query.format(native)).fetchall() == duckdb.sql(query.format(reference)).fetchall()
 
 
 def test_row_groups_and_the_arrow_input_write_the_same_rows(tmp_path: Path) -> None:
@@ -252,3 +278,17 @@ def test_pyarrow_is_chosen_by_the_environment(monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.setenv(WRITER_ENV, "native")
     monkeypatch.setenv("KIP714_OTLP_DECODER", "python")  # no native decoding, so no native writing
     assert not native_writer_available()
+
+
+def test_a_raw_file_without_any_header_or_key_reads_as_pyarrows(tmp_path: Path) -> None:
+    """No header at all: the map's dictionaries are empty, and no dictionary page is written."""
+    batch = PartitionBatch("_client_telemetry", 0)
+    for i in range(20):
+        batch.append(i, HOURS_MS + i, None, None, None if i % 3 else producer_like_payload(1))
+    written = write_raw_natively(batch.columns())
+    assert written is not None and written.records == 20
+    native, reference = tmp_path / "native.parquet", tmp_path / "pyarrow.parquet"
+    native.write_bytes(written.data)
+    table = raw_table(batch.columns())
+    pq.write_table(table, reference, **parquet_options(table.schema))
+    assert_same_raw_file(str(native), str(reference))
