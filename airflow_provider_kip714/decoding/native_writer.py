@@ -35,6 +35,8 @@ from airflow_provider_kip714.decoding.reference import record_failures
 log = logging.getLogger(__name__)
 
 WRITER_ENV: Final = "KIP714_DATAPOINTS_WRITER"
+PAGE_LIMIT: Final = "a Parquet page beyond 2 GiB"
+"""The native writer's refusal (one page per column and row group); the chunk then goes to pyarrow."""
 
 
 @dataclass(frozen=True)
@@ -106,16 +108,24 @@ def write_raw_natively(columns: RecordColumns) -> RawFile | None:
         ]
         for headers in columns.header_sets
     ]
-    data = native.kip714_native.write_raw(  # type: ignore[union-attr]
-        topic,
-        list(columns.partitions),
-        list(columns.offsets),
-        list(columns.timestamps_ms),
-        _binary(columns.keys),
-        header_sets,
-        list(columns.header_index),
-        _binary(columns.values),
-    )
+    try:
+        data = native.kip714_native.write_raw(  # type: ignore[union-attr]
+            topic,
+            list(columns.partitions),
+            list(columns.offsets),
+            list(columns.timestamps_ms),
+            _binary(columns.keys),
+            header_sets,
+            list(columns.header_index),
+            _binary(columns.values),
+        )
+    except ValueError as err:
+        if PAGE_LIMIT not in str(err):
+            raise
+        log.warning(
+            "raw file of %d records left to pyarrow (which cuts pages smaller): %s", len(columns), err
+        )
+        return None
     return RawFile(len(columns), data)
 
 
@@ -136,9 +146,17 @@ def write_natively(columns: RecordColumns) -> WrittenDatapoints | None:
         list(columns.timestamps_ms),
         labels.slots,
     )
-    points, fallback, files = native.kip714_native.write_datapoints(  # type: ignore[union-attr]
-        _binary(columns.values), records, list(labels.label_rows()), sorted(failed)
-    )
+    try:
+        points, fallback, files = native.kip714_native.write_datapoints(  # type: ignore[union-attr]
+            _binary(columns.values), records, list(labels.label_rows()), sorted(failed)
+        )
+    except ValueError as err:
+        if PAGE_LIMIT not in str(err):
+            raise
+        log.warning(
+            "datapoints of %d records left to pyarrow (which cuts pages smaller): %s", len(columns), err
+        )
+        return None
     if fallback:
         return None
     return WrittenDatapoints(

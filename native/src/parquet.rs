@@ -710,7 +710,15 @@ impl Writer {
     }
 
     /// Compress and append one page; returns (offset, uncompressed with header, compressed with header).
+    ///
+    /// A page header counts in i32: a page beyond 2 GiB (one column of a row group, say attributes of
+    /// many huge values) is refused, never written with wrapped sizes; the caller then writes the chunk
+    /// with pyarrow, which cuts pages at 1 MB.
     fn page(&mut self, dictionary: bool, num_values: usize, body: &[u8]) -> std::io::Result<(i64, i64, i64)> {
+        let limit = i32::MAX as usize;
+        if body.len() > limit || num_values > limit || zstd::zstd_safe::compress_bound(body.len()) > limit {
+            return Err(std::io::Error::new(std::io::ErrorKind::InvalidData, "a Parquet page beyond 2 GiB"));
+        }
         let mut compressed = std::mem::take(&mut self.scratch.compressed);
         compressed.clear();
         compressed.reserve(zstd::zstd_safe::compress_bound(body.len()));
@@ -1543,6 +1551,14 @@ mod tests {
             let bytes = rle.finish();
             assert_eq!(decode(&bytes, width, expected.len()), expected, "case {case}");
         }
+    }
+
+    #[test]
+    fn a_page_beyond_two_gib_is_refused_not_wrapped() {
+        let mut writer = Writer::new(0).expect("writer");
+        let refused = writer.page(false, i32::MAX as usize + 1, b"x").expect_err("refused");
+        assert_eq!(refused.to_string(), "a Parquet page beyond 2 GiB");
+        assert!(writer.page(false, 1, b"x").is_ok());
     }
 
     #[test]

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import glob
 import os
+import subprocess
 from pathlib import Path
 
 import duckdb
@@ -292,3 +293,17 @@ def test_a_raw_file_without_any_header_or_key_reads_as_pyarrows(tmp_path: Path) 
     table = raw_table(batch.columns())
     pq.write_table(table, reference, **parquet_options(table.schema))
     assert_same_raw_file(str(native), str(reference))
+
+
+def test_the_writers_rust_unit_tests_pass() -> None:
+    """The hybrid RLE/bit-packed encoder against a reference decoder, dates, the 2 GiB page guard."""
+    native_dir = Path(__file__).resolve().parents[2] / "native"
+    run = subprocess.run(
+        ["cargo", "test", "--release", "--no-default-features", "--lib", "parquet::"],
+        cwd=native_dir,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    assert "test result: ok. 3 passed" in run.stdout, run.stdout[-2000:]
