@@ -120,14 +120,19 @@ pub fn load(path: &str) -> Result<&'static Api, String> {
     if let Some(api) = API.get() {
         return Ok(api);
     }
-    let c_path = CString::new(path).map_err(|_| format!("librdkafka path {path:?} contains NUL"))?;
+    let c_path =
+        CString::new(path).map_err(|_| format!("librdkafka path {path:?} contains NUL"))?;
     // SAFETY: dlopen/dlsym with a valid C string; the handle is never closed (the library stays
     // loaded for the process, as confluent-kafka's does).
     let api = unsafe {
         let handle = dlopen(c_path.as_ptr(), RTLD_NOW);
         if handle.is_null() {
             let reason = dlerror();
-            let reason = if reason.is_null() { "unknown".into() } else { text(reason) };
+            let reason = if reason.is_null() {
+                "unknown".into()
+            } else {
+                text(reason)
+            };
             return Err(format!("cannot load librdkafka from {path}: {reason}"));
         }
         Api::resolve(handle)?
@@ -146,7 +151,9 @@ pub fn text(pointer: *const c_char) -> String {
         return String::new();
     }
     // SAFETY: librdkafka hands out NUL-terminated strings that live for the call.
-    unsafe { CStr::from_ptr(pointer) }.to_string_lossy().into_owned()
+    unsafe { CStr::from_ptr(pointer) }
+        .to_string_lossy()
+        .into_owned()
 }
 
 /// librdkafka's description of an error code.

@@ -18,7 +18,12 @@ trait Bytes: Send + Sync {
 impl<T: Copy + Send + Sync> Bytes for Vec<T> {
     fn bytes(&self) -> &[u8] {
         // SAFETY: plain-old-data numbers viewed as their native-endian bytes, same length in bytes.
-        unsafe { std::slice::from_raw_parts(self.as_ptr().cast::<u8>(), std::mem::size_of_val(self.as_slice())) }
+        unsafe {
+            std::slice::from_raw_parts(
+                self.as_ptr().cast::<u8>(),
+                std::mem::size_of_val(self.as_slice()),
+            )
+        }
     }
 }
 
@@ -30,7 +35,9 @@ pub(crate) struct Buffer {
 
 impl Buffer {
     pub(crate) fn new<T: Copy + Send + Sync + 'static>(values: Vec<T>) -> Self {
-        Buffer { owner: Box::new(values) }
+        Buffer {
+            owner: Box::new(values),
+        }
     }
 }
 
@@ -42,7 +49,11 @@ impl Buffer {
 
     /// Fill `view` over the owned bytes; the view holds a reference to this object, so the memory
     /// lives as long as any Arrow buffer or array built over it.
-    unsafe fn __getbuffer__(slf: Bound<'_, Self>, view: *mut pyo3::ffi::Py_buffer, flags: c_int) -> PyResult<()> {
+    unsafe fn __getbuffer__(
+        slf: Bound<'_, Self>,
+        view: *mut pyo3::ffi::Py_buffer,
+        flags: c_int,
+    ) -> PyResult<()> {
         if flags & pyo3::ffi::PyBUF_WRITABLE == pyo3::ffi::PyBUF_WRITABLE {
             return Err(PyBufferError::new_err("kip714_native.Buffer is read-only"));
         }

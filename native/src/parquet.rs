@@ -37,7 +37,11 @@ struct Thrift {
 
 impl Thrift {
     fn new() -> Self {
-        Thrift { out: Vec::new(), stack: Vec::new(), last: 0 }
+        Thrift {
+            out: Vec::new(),
+            stack: Vec::new(),
+            last: 0,
+        }
     }
     fn varint(&mut self, mut v: u64) {
         while v >= 0x80 {
@@ -122,7 +126,13 @@ const MAX_LITERALS: usize = 63 * 8;
 
 impl Rle {
     fn new(width: u32) -> Self {
-        Rle { out: Vec::new(), width, literals: Vec::new(), pending: 0, pending_count: 0 }
+        Rle {
+            out: Vec::new(),
+            width,
+            literals: Vec::new(),
+            pending: 0,
+            pending_count: 0,
+        }
     }
 
     #[inline]
@@ -186,7 +196,10 @@ impl Rle {
         self.flush_pending();
         if self.literals.is_empty() {
             // a first value that starts a long run still gets its RLE run
-            let same = values.iter().take_while(|&&value| value == values[0]).count();
+            let same = values
+                .iter()
+                .take_while(|&&value| value == values[0])
+                .count();
             if same >= 8 {
                 self.put(values[0], same);
                 self.extend(&values[same..]);
@@ -305,7 +318,14 @@ fn prim(name: &'static str, physical: i32, repetition: i32, logical: Logical) ->
         Logical::TimestampMillis => Some(CONV_TIMESTAMP_MILLIS),
         _ => None,
     };
-    Element { name, physical: Some(physical), repetition, children: 0, converted, logical }
+    Element {
+        name,
+        physical: Some(physical),
+        repetition,
+        children: 0,
+        converted,
+        logical,
+    }
 }
 
 fn group(name: &'static str, repetition: i32, children: usize, logical: Logical) -> Element {
@@ -314,7 +334,14 @@ fn group(name: &'static str, repetition: i32, children: usize, logical: Logical)
         Logical::List => Some(CONV_LIST),
         _ => None,
     };
-    Element { name, physical: None, repetition, children, converted, logical }
+    Element {
+        name,
+        physical: None,
+        repetition,
+        children,
+        converted,
+        logical,
+    }
 }
 
 fn string(name: &'static str) -> Element {
@@ -340,7 +367,12 @@ fn schema() -> Vec<Element> {
     s.push(string("topic"));
     s.push(prim("partition", T_INT32, OPTIONAL, Logical::None));
     s.push(prim("offset", T_INT64, OPTIONAL, Logical::None));
-    s.push(prim("record_timestamp", T_INT64, OPTIONAL, Logical::TimestampMillis));
+    s.push(prim(
+        "record_timestamp",
+        T_INT64,
+        OPTIONAL,
+        Logical::TimestampMillis,
+    ));
     for name in LABEL_NAMES {
         match label_kind(name) {
             LabelKind::Str => s.push(string(name)),
@@ -358,7 +390,12 @@ fn schema() -> Vec<Element> {
     }
     s.push(prim("is_monotonic", T_BOOLEAN, OPTIONAL, Logical::None));
     map_elements("attributes", &mut s);
-    s.push(prim("start_time", T_INT64, OPTIONAL, Logical::TimestampNanos));
+    s.push(prim(
+        "start_time",
+        T_INT64,
+        OPTIONAL,
+        Logical::TimestampNanos,
+    ));
     s.push(prim("time", T_INT64, OPTIONAL, Logical::TimestampNanos));
     s.push(prim("value", T_DOUBLE, OPTIONAL, Logical::None));
     s.push(prim("value_int", T_INT64, OPTIONAL, Logical::None));
@@ -370,9 +407,19 @@ fn schema() -> Vec<Element> {
     list_elements("explicit_bounds", T_DOUBLE, &mut s);
     s.push(prim("exp_scale", T_INT32, OPTIONAL, Logical::None));
     s.push(prim("exp_zero_count", T_INT64, OPTIONAL, Logical::None));
-    s.push(prim("exp_positive_offset", T_INT32, OPTIONAL, Logical::None));
+    s.push(prim(
+        "exp_positive_offset",
+        T_INT32,
+        OPTIONAL,
+        Logical::None,
+    ));
     list_elements("exp_positive_bucket_counts", T_INT64, &mut s);
-    s.push(prim("exp_negative_offset", T_INT32, OPTIONAL, Logical::None));
+    s.push(prim(
+        "exp_negative_offset",
+        T_INT32,
+        OPTIONAL,
+        Logical::None,
+    ));
     list_elements("exp_negative_bucket_counts", T_INT64, &mut s);
     s.push(group("quantiles", OPTIONAL, 1, Logical::List));
     s.push(group("list", REPEATED, 1, Logical::None));
@@ -412,7 +459,11 @@ fn write_schema_element(t: &mut Thrift, e: &Element) {
             Logical::TimestampMillis | Logical::TimestampNanos => {
                 t.bool(1, true);
                 t.begin(2);
-                t.begin(if matches!(e.logical, Logical::TimestampMillis) { 1 } else { 3 });
+                t.begin(if matches!(e.logical, Logical::TimestampMillis) {
+                    1
+                } else {
+                    3
+                });
                 t.end();
                 t.end();
             }
@@ -632,7 +683,10 @@ struct Dictionary<'a> {
 
 impl Default for Dictionary<'_> {
     fn default() -> Self {
-        Dictionary { lookup: HashMap::with_hasher(BuildFx), entries: Vec::new() }
+        Dictionary {
+            lookup: HashMap::with_hasher(BuildFx),
+            entries: Vec::new(),
+        }
     }
 }
 
@@ -695,9 +749,20 @@ impl Writer {
         out.extend_from_slice(b"PAR1");
         let scratch = match SCRATCH.with(|cell| cell.borrow_mut().take()) {
             Some(scratch) => scratch,
-            None => Scratch { compressor: zstd::bulk::Compressor::new(1)?, compressed: Vec::new(), pool: Vec::new() },
+            None => Scratch {
+                compressor: zstd::bulk::Compressor::new(1)?,
+                compressed: Vec::new(),
+                pool: Vec::new(),
+            },
         };
-        Ok(Writer { out, chunks: Vec::new(), scratch, rows, pending_dictionary: false, groups: Vec::new() })
+        Ok(Writer {
+            out,
+            chunks: Vec::new(),
+            scratch,
+            rows,
+            pending_dictionary: false,
+            groups: Vec::new(),
+        })
     }
 
     fn buffer(&mut self) -> Vec<u8> {
@@ -714,15 +779,28 @@ impl Writer {
     /// A page header counts in i32: a page beyond 2 GiB (one column of a row group, say attributes of
     /// many huge values) is refused, never written with wrapped sizes; the caller then writes the chunk
     /// with pyarrow, which cuts pages at 1 MB.
-    fn page(&mut self, dictionary: bool, num_values: usize, body: &[u8]) -> std::io::Result<(i64, i64, i64)> {
+    fn page(
+        &mut self,
+        dictionary: bool,
+        num_values: usize,
+        body: &[u8],
+    ) -> std::io::Result<(i64, i64, i64)> {
         let limit = i32::MAX as usize;
-        if body.len() > limit || num_values > limit || zstd::zstd_safe::compress_bound(body.len()) > limit {
-            return Err(std::io::Error::new(std::io::ErrorKind::InvalidData, "a Parquet page beyond 2 GiB"));
+        if body.len() > limit
+            || num_values > limit
+            || zstd::zstd_safe::compress_bound(body.len()) > limit
+        {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                "a Parquet page beyond 2 GiB",
+            ));
         }
         let mut compressed = std::mem::take(&mut self.scratch.compressed);
         compressed.clear();
         compressed.reserve(zstd::zstd_safe::compress_bound(body.len()));
-        self.scratch.compressor.compress_to_buffer(body, &mut compressed)?;
+        self.scratch
+            .compressor
+            .compress_to_buffer(body, &mut compressed)?;
         let mut t = Thrift::new();
         t.i32(1, if dictionary { 2 } else { 0 });
         t.i32(2, body.len() as i32);
@@ -735,7 +813,14 @@ impl Writer {
         } else {
             t.begin(5);
             t.i32(1, num_values as i32);
-            t.i32(2, if self.pending_dictionary { E_RLE_DICTIONARY } else { E_PLAIN });
+            t.i32(
+                2,
+                if self.pending_dictionary {
+                    E_RLE_DICTIONARY
+                } else {
+                    E_PLAIN
+                },
+            );
             t.i32(3, E_RLE);
             t.i32(4, E_RLE);
             t.end();
@@ -744,7 +829,11 @@ impl Writer {
         let offset = self.out.len() as i64;
         self.out.extend_from_slice(&t.out);
         self.out.extend_from_slice(&compressed);
-        let sizes = (offset, (t.out.len() + body.len()) as i64, (t.out.len() + compressed.len()) as i64);
+        let sizes = (
+            offset,
+            (t.out.len() + body.len()) as i64,
+            (t.out.len() + compressed.len()) as i64,
+        );
         self.scratch.compressed = compressed;
         Ok(sizes)
     }
@@ -857,15 +946,27 @@ impl Writer {
 
     /// A `map<string, string>` column whose rows are taken from a few distinct maps (`sets[index[row]]`,
     /// a record's header set): keys and values dictionary-encoded, each set's codes computed once.
-    fn map_of_sets(&mut self, name: &'static str, sets: &[MapSet], index: &[u32]) -> std::io::Result<()> {
-        let (mut key_dictionary, mut value_dictionary) = (Dictionary::default(), Dictionary::default());
+    fn map_of_sets(
+        &mut self,
+        name: &'static str,
+        sets: &[MapSet],
+        index: &[u32],
+    ) -> std::io::Result<()> {
+        let (mut key_dictionary, mut value_dictionary) =
+            (Dictionary::default(), Dictionary::default());
         // per set: repetition levels, key codes, value codes of the non-null values, no null value
         let coded: Vec<(Vec<u32>, Vec<u32>, Vec<u32>, bool)> = sets
             .iter()
             .map(|set| {
                 let reps = (0..set.len()).map(|entry| u32::from(entry != 0)).collect();
-                let keys = set.iter().map(|(key, _)| key_dictionary.code(key)).collect();
-                let values = set.iter().filter_map(|(_, value)| value.as_deref()).map(|v| value_dictionary.code(v));
+                let keys = set
+                    .iter()
+                    .map(|(key, _)| key_dictionary.code(key))
+                    .collect();
+                let values = set
+                    .iter()
+                    .filter_map(|(_, value)| value.as_deref())
+                    .map(|v| value_dictionary.code(v));
                 let complete = set.iter().all(|(_, value)| value.is_some());
                 (reps, keys, values.collect(), complete)
             })
@@ -901,7 +1002,13 @@ impl Writer {
         let reps = reps.finish();
         let leaves = [
             ("key", key_defs, keys, key_width, key_dictionary.page()),
-            ("value", value_defs, values, value_width, value_dictionary.page()),
+            (
+                "value",
+                value_defs,
+                values,
+                value_width,
+                value_dictionary.page(),
+            ),
         ];
         for (leaf, defs, codes, width, dictionary) in leaves {
             let mut body = self.buffer();
@@ -914,7 +1021,14 @@ impl Writer {
                 body.push(width as u8);
                 body.extend_from_slice(&codes.finish());
             }
-            self.chunk(vec![name, "key_value", leaf], T_BYTE_ARRAY, dictionary, levels, body, None)?;
+            self.chunk(
+                vec![name, "key_value", leaf],
+                T_BYTE_ARRAY,
+                dictionary,
+                levels,
+                body,
+                None,
+            )?;
         }
         Ok(())
     }
@@ -948,7 +1062,14 @@ impl Writer {
         levels_section(&mut body, defs);
         body.push(width as u8);
         body.extend_from_slice(&indices.finish());
-        self.chunk(vec![name], T_BYTE_ARRAY, Some((entries.len(), dictionary)), self.rows, body, None)
+        self.chunk(
+            vec![name],
+            T_BYTE_ARRAY,
+            Some((entries.len(), dictionary)),
+            self.rows,
+            body,
+            None,
+        )
     }
 
     /// A flat optional fixed-width column from runs of `(value or null, points)`.
@@ -976,7 +1097,9 @@ impl Writer {
                     if statistics {
                         bounds = Some(match bounds {
                             None => (v, v),
-                            Some((lo, hi)) => (if v < lo { v } else { lo }, if v > hi { v } else { hi }),
+                            Some((lo, hi)) => {
+                                (if v < lo { v } else { lo }, if v > hi { v } else { hi })
+                            }
                         });
                     }
                 }
@@ -988,8 +1111,16 @@ impl Writer {
         self.give(values);
         let stats = if statistics {
             Some(match bounds {
-                Some((lo, hi)) => Stats { null_count: nulls, min: lo.le(), max: hi.le() },
-                None => Stats { null_count: nulls, min: Vec::new(), max: Vec::new() },
+                Some((lo, hi)) => Stats {
+                    null_count: nulls,
+                    min: lo.le(),
+                    max: hi.le(),
+                },
+                None => Stats {
+                    null_count: nulls,
+                    min: Vec::new(),
+                    max: Vec::new(),
+                },
             })
         } else {
             None
@@ -1046,7 +1177,10 @@ impl Writer {
         let mut values = self.buffer();
         let mut levels = 0usize;
         for (row, count) in runs {
-            let (first, last) = (map.offsets[row as usize] as usize, map.offsets[row as usize + 1] as usize);
+            let (first, last) = (
+                map.offsets[row as usize] as usize,
+                map.offsets[row as usize + 1] as usize,
+            );
             if first == last {
                 reps.put(0, count as usize);
                 key_defs.put(1, count as usize);
@@ -1081,13 +1215,26 @@ impl Writer {
             levels_section(&mut body, defs);
             body.extend_from_slice(&data);
             self.give(data);
-            self.chunk(vec![name, "key_value", leaf], T_BYTE_ARRAY, None, levels, body, None)?;
+            self.chunk(
+                vec![name, "key_value", leaf],
+                T_BYTE_ARRAY,
+                None,
+                levels,
+                body,
+                None,
+            )?;
         }
         Ok(())
     }
 
     /// An all-null leaf: one run of definition level 0 (and of repetition level 0 when nested).
-    fn nulls(&mut self, path: Vec<&'static str>, physical: i32, max_def: u64, nested: bool) -> std::io::Result<()> {
+    fn nulls(
+        &mut self,
+        path: Vec<&'static str>,
+        physical: i32,
+        max_def: u64,
+        nested: bool,
+    ) -> std::io::Result<()> {
         let mut body = self.buffer();
         if nested {
             let mut reps = Rle::new(1);
@@ -1110,77 +1257,85 @@ impl Writer {
         t.i64(3, self.groups.iter().map(|g| g.0 as i64).sum());
         t.list(4, CT_STRUCT, self.groups.len());
         for (ordinal, (rows, chunks)) in self.groups.iter().enumerate() {
-        t.begin_element();
-        t.list(1, CT_STRUCT, chunks.len());
-        let mut total_uncompressed = 0;
-        let mut total_compressed = 0;
-        for chunk in chunks {
-            total_uncompressed += chunk.uncompressed;
-            total_compressed += chunk.compressed;
-            let start = chunk.dictionary_page_offset.unwrap_or(chunk.data_page_offset);
             t.begin_element();
-            t.i64(2, start);
-            t.begin(3);
-            t.i32(1, chunk.physical);
-            if chunk.dictionary {
-                t.list(2, CT_I32, 3);
-                for e in [E_PLAIN, E_RLE, E_RLE_DICTIONARY] {
-                    t.element_i32(e);
-                }
-            } else {
-                t.list(2, CT_I32, 2);
-                for e in [E_RLE, E_PLAIN] {
-                    t.element_i32(e);
-                }
-            }
-            t.list(3, CT_BINARY, chunk.path.len());
-            for part in &chunk.path {
-                t.element_binary(part.as_bytes());
-            }
-            t.i32(4, CODEC_ZSTD);
-            t.i64(5, chunk.num_values);
-            t.i64(6, chunk.uncompressed);
-            t.i64(7, chunk.compressed);
-            t.i64(9, chunk.data_page_offset);
-            if let Some(offset) = chunk.dictionary_page_offset {
-                t.i64(11, offset);
-            }
-            if let Some(stats) = &chunk.stats {
-                t.begin(12);
-                if !stats.min.is_empty() {
-                    t.binary(1, &stats.max);
-                    t.binary(2, &stats.min);
-                }
-                t.i64(3, stats.null_count);
-                if !stats.min.is_empty() {
-                    t.binary(5, &stats.max);
-                    t.binary(6, &stats.min);
-                    t.bool(7, true);
-                    t.bool(8, true);
-                }
-                t.end();
-            }
-            // encoding_stats: every data page dictionary-encoded or not (readers' dictionary filtering)
-            let pages: &[(i32, i32)] = if chunk.dictionary { &[(2, E_PLAIN), (0, E_RLE_DICTIONARY)] } else { &[(0, E_PLAIN)] };
-            t.list(13, CT_STRUCT, pages.len());
-            for &(page_type, encoding) in pages {
+            t.list(1, CT_STRUCT, chunks.len());
+            let mut total_uncompressed = 0;
+            let mut total_compressed = 0;
+            for chunk in chunks {
+                total_uncompressed += chunk.uncompressed;
+                total_compressed += chunk.compressed;
+                let start = chunk
+                    .dictionary_page_offset
+                    .unwrap_or(chunk.data_page_offset);
                 t.begin_element();
-                t.i32(1, page_type);
-                t.i32(2, encoding);
-                t.i32(3, 1);
+                t.i64(2, start);
+                t.begin(3);
+                t.i32(1, chunk.physical);
+                if chunk.dictionary {
+                    t.list(2, CT_I32, 3);
+                    for e in [E_PLAIN, E_RLE, E_RLE_DICTIONARY] {
+                        t.element_i32(e);
+                    }
+                } else {
+                    t.list(2, CT_I32, 2);
+                    for e in [E_RLE, E_PLAIN] {
+                        t.element_i32(e);
+                    }
+                }
+                t.list(3, CT_BINARY, chunk.path.len());
+                for part in &chunk.path {
+                    t.element_binary(part.as_bytes());
+                }
+                t.i32(4, CODEC_ZSTD);
+                t.i64(5, chunk.num_values);
+                t.i64(6, chunk.uncompressed);
+                t.i64(7, chunk.compressed);
+                t.i64(9, chunk.data_page_offset);
+                if let Some(offset) = chunk.dictionary_page_offset {
+                    t.i64(11, offset);
+                }
+                if let Some(stats) = &chunk.stats {
+                    t.begin(12);
+                    if !stats.min.is_empty() {
+                        t.binary(1, &stats.max);
+                        t.binary(2, &stats.min);
+                    }
+                    t.i64(3, stats.null_count);
+                    if !stats.min.is_empty() {
+                        t.binary(5, &stats.max);
+                        t.binary(6, &stats.min);
+                        t.bool(7, true);
+                        t.bool(8, true);
+                    }
+                    t.end();
+                }
+                // encoding_stats: every data page dictionary-encoded or not (readers' dictionary filtering)
+                let pages: &[(i32, i32)] = if chunk.dictionary {
+                    &[(2, E_PLAIN), (0, E_RLE_DICTIONARY)]
+                } else {
+                    &[(0, E_PLAIN)]
+                };
+                t.list(13, CT_STRUCT, pages.len());
+                for &(page_type, encoding) in pages {
+                    t.begin_element();
+                    t.i32(1, page_type);
+                    t.i32(2, encoding);
+                    t.i32(3, 1);
+                    t.end();
+                }
+                t.end();
                 t.end();
             }
+            let first = chunks.first().map_or(4, |c| {
+                c.dictionary_page_offset.unwrap_or(c.data_page_offset)
+            });
+            t.i64(2, total_uncompressed);
+            t.i64(3, *rows as i64);
+            t.i64(5, first);
+            t.i64(6, total_compressed);
+            t.field(7, 4); // i16 ordinal
+            t.varint(Thrift::zigzag(ordinal as i64));
             t.end();
-            t.end();
-        }
-        let first = chunks.first().map_or(4, |c| c.dictionary_page_offset.unwrap_or(c.data_page_offset));
-        t.i64(2, total_uncompressed);
-        t.i64(3, *rows as i64);
-        t.i64(5, first);
-        t.i64(6, total_compressed);
-        t.field(7, 4); // i16 ordinal
-        t.varint(Thrift::zigzag(ordinal as i64));
-        t.end();
         }
         t.binary(6, b"kip714-native version 0.1.0");
         let leaves = self.groups.first().map_or(0, |g| g.1.len());
@@ -1194,12 +1349,16 @@ impl Writer {
         t.out.push(0);
         let footer = t.out;
         self.out.extend_from_slice(&footer);
-        self.out.extend_from_slice(&(footer.len() as u32).to_le_bytes());
+        self.out
+            .extend_from_slice(&(footer.len() as u32).to_le_bytes());
         self.out.extend_from_slice(b"PAR1");
         let scratch = std::mem::replace(&mut self.scratch.pool, Vec::new());
         SCRATCH.with(|cell| {
             *cell.borrow_mut() = Some(Scratch {
-                compressor: std::mem::replace(&mut self.scratch.compressor, zstd::bulk::Compressor::default()),
+                compressor: std::mem::replace(
+                    &mut self.scratch.compressor,
+                    zstd::bulk::Compressor::default(),
+                ),
                 compressed: std::mem::take(&mut self.scratch.compressed),
                 pool: scratch,
             })
@@ -1220,14 +1379,22 @@ pub struct HourFile {
 ///
 /// Row groups hold at most `group_rows` points (pyarrow writes one row group of up to 1Mi rows, cut in
 /// ~1 MB pages; this writes one page per column chunk, so it bounds the page with the row group).
-pub fn write_datapoints(columns: &Columns, records: &RecordInput, group_rows: usize) -> std::io::Result<Vec<HourFile>> {
+pub fn write_datapoints(
+    columns: &Columns,
+    records: &RecordInput,
+    group_rows: usize,
+) -> std::io::Result<Vec<HourFile>> {
     let group_rows = group_rows.max(1);
     let mut start = 0usize;
     let mut record_ranges: Vec<(i64, usize, usize)> = Vec::new(); // (hour, first point, end)
     for (record, &points) in columns.points_per_record.iter().enumerate() {
         let end = start + points as usize;
         if points > 0 {
-            record_ranges.push((records.timestamps_ms[record].div_euclid(MS_PER_HOUR), start, end));
+            record_ranges.push((
+                records.timestamps_ms[record].div_euclid(MS_PER_HOUR),
+                start,
+                end,
+            ));
         }
         start = end;
     }
@@ -1284,7 +1451,12 @@ fn hours_single(record_ranges: &[(i64, usize, usize)]) -> bool {
 }
 
 /// One row group of the points in `ranges` (in order).
-fn write_group(w: &mut Writer, columns: &Columns, records: &RecordInput, ranges: &[(usize, usize)]) -> std::io::Result<()> {
+fn write_group(
+    w: &mut Writer,
+    columns: &Columns,
+    records: &RecordInput,
+    ranges: &[(usize, usize)],
+) -> std::io::Result<()> {
     let selected = || ranges.iter().flat_map(|&(a, b)| a..b);
     let rows: usize = ranges.iter().map(|&(a, b)| b - a).sum();
     w.begin_group(rows);
@@ -1300,14 +1472,35 @@ fn write_group(w: &mut Writer, columns: &Columns, records: &RecordInput, ranges:
         }
     }
     let rec = |f: &dyn Fn(usize) -> Option<i64>| -> Vec<(Option<i64>, u32)> {
-        record_runs.iter().map(|&(r, c)| (f(r as usize), c)).collect()
+        record_runs
+            .iter()
+            .map(|&(r, c)| (f(r as usize), c))
+            .collect()
     };
 
     // lineage
-    w.dictionary_strings("topic", &[Some(records.topic.as_bytes())], &[(0, rows as u32)])?;
-    w.fixed::<i32>("partition", true, record_runs.iter().map(|&(r, c)| (Some(records.partitions[r as usize]), c)))?;
-    w.fixed::<i64>("offset", true, rec(&|r| Some(records.offsets[r])).into_iter())?;
-    w.fixed::<i64>("record_timestamp", true, rec(&|r| Some(records.timestamps_ms[r])).into_iter())?;
+    w.dictionary_strings(
+        "topic",
+        &[Some(records.topic.as_bytes())],
+        &[(0, rows as u32)],
+    )?;
+    w.fixed::<i32>(
+        "partition",
+        true,
+        record_runs
+            .iter()
+            .map(|&(r, c)| (Some(records.partitions[r as usize]), c)),
+    )?;
+    w.fixed::<i64>(
+        "offset",
+        true,
+        rec(&|r| Some(records.offsets[r])).into_iter(),
+    )?;
+    w.fixed::<i64>(
+        "record_timestamp",
+        true,
+        rec(&|r| Some(records.timestamps_ms[r])).into_iter(),
+    )?;
 
     // labels
     for (position, name) in LABEL_NAMES.iter().enumerate() {
@@ -1351,42 +1544,93 @@ fn write_group(w: &mut Writer, columns: &Columns, records: &RecordInput, ranges:
     }
 
     // scope level
-    w.map("resource_attributes", &columns.resource_attributes, scope_runs.iter().copied())?;
-    let level: Vec<Option<&[u8]>> = (0..columns.scope_name.len()).map(|r| string_at(&columns.scope_name, r)).collect();
+    w.map(
+        "resource_attributes",
+        &columns.resource_attributes,
+        scope_runs.iter().copied(),
+    )?;
+    let level: Vec<Option<&[u8]>> = (0..columns.scope_name.len())
+        .map(|r| string_at(&columns.scope_name, r))
+        .collect();
     w.dictionary_strings("scope_name", &level, &scope_runs)?;
-    let level: Vec<Option<&[u8]>> =
-        (0..columns.scope_version.len()).map(|r| string_at(&columns.scope_version, r)).collect();
+    let level: Vec<Option<&[u8]>> = (0..columns.scope_version.len())
+        .map(|r| string_at(&columns.scope_version, r))
+        .collect();
     w.dictionary_strings("scope_version", &level, &scope_runs)?;
-    w.map("scope_attributes", &columns.scope_attributes, scope_runs.iter().copied())?;
+    w.map(
+        "scope_attributes",
+        &columns.scope_attributes,
+        scope_runs.iter().copied(),
+    )?;
 
     // metric level
-    let level: Vec<Option<&[u8]>> = (0..columns.metric_name.len()).map(|r| string_at(&columns.metric_name, r)).collect();
+    let level: Vec<Option<&[u8]>> = (0..columns.metric_name.len())
+        .map(|r| string_at(&columns.metric_name, r))
+        .collect();
     w.dictionary_strings("metric_name", &level, &metric_runs)?;
-    let level: Vec<Option<&[u8]>> = (0..columns.metric_unit.len()).map(|r| string_at(&columns.metric_unit, r)).collect();
+    let level: Vec<Option<&[u8]>> = (0..columns.metric_unit.len())
+        .map(|r| string_at(&columns.metric_unit, r))
+        .collect();
     w.dictionary_strings("metric_unit", &level, &metric_runs)?;
-    let codes: Vec<i64> = columns.metric_kind.iter().map(|&k| i64::from(k == KIND_SUM)).collect();
+    let codes: Vec<i64> = columns
+        .metric_kind
+        .iter()
+        .map(|&k| i64::from(k == KIND_SUM))
+        .collect();
     w.dictionary_codes("metric_type", &[b"gauge", b"sum"], &codes, &metric_runs)?;
-    let codes: Vec<i64> = columns.temporality.iter().map(|&t| if t == 0 { -1 } else { i64::from(t) - 1 }).collect();
-    w.dictionary_codes("temporality", &[b"delta", b"cumulative"], &codes, &metric_runs)?;
+    let codes: Vec<i64> = columns
+        .temporality
+        .iter()
+        .map(|&t| if t == 0 { -1 } else { i64::from(t) - 1 })
+        .collect();
+    w.dictionary_codes(
+        "temporality",
+        &[b"delta", b"cumulative"],
+        &codes,
+        &metric_runs,
+    )?;
     w.booleans(
         "is_monotonic",
-        metric_runs.iter().map(|&(m, c)| match columns.is_monotonic[m as usize] {
-            2 => (None, c),
-            v => (Some(v == 1), c),
-        }),
+        metric_runs
+            .iter()
+            .map(|&(m, c)| match columns.is_monotonic[m as usize] {
+                2 => (None, c),
+                v => (Some(v == 1), c),
+            }),
     )?;
 
     // point level
-    w.map("attributes", &columns.attributes, selected().map(|p| (p as u32, 1)))?;
+    w.map(
+        "attributes",
+        &columns.attributes,
+        selected().map(|p| (p as u32, 1)),
+    )?;
     let start_time = &columns.start_time;
-    w.fixed::<i64>("start_time", true, selected().map(|p| (Some(start_time[p]).filter(|&t| t != 0), 1)))?;
+    w.fixed::<i64>(
+        "start_time",
+        true,
+        selected().map(|p| (Some(start_time[p]).filter(|&t| t != 0), 1)),
+    )?;
     let time = &columns.time;
-    w.fixed::<i64>("time", true, selected().map(|p| (Some(time[p]).filter(|&t| t != 0), 1)))?;
-    w.fixed::<f64>("value", false, selected().map(|p| (Some(columns.value[p]), 1)))?;
+    w.fixed::<i64>(
+        "time",
+        true,
+        selected().map(|p| (Some(time[p]).filter(|&t| t != 0), 1)),
+    )?;
+    w.fixed::<f64>(
+        "value",
+        false,
+        selected().map(|p| (Some(columns.value[p]), 1)),
+    )?;
     w.fixed::<i64>(
         "value_int",
         false,
-        selected().map(|p| (Some(columns.value_int[p]).filter(|_| columns.value_int_valid[p] == 1), 1)),
+        selected().map(|p| {
+            (
+                Some(columns.value_int[p]).filter(|_| columns.value_int_valid[p] == 1),
+                1,
+            )
+        }),
     )?;
 
     // distribution columns: all null
@@ -1395,17 +1639,46 @@ fn write_group(w: &mut Writer, columns: &Columns, records: &RecordInput, ranges:
         w.nulls(vec![name], T_DOUBLE, 1, false)?;
     }
     w.nulls(vec!["bucket_counts", "list", "element"], T_INT64, 3, true)?;
-    w.nulls(vec!["explicit_bounds", "list", "element"], T_DOUBLE, 3, true)?;
+    w.nulls(
+        vec!["explicit_bounds", "list", "element"],
+        T_DOUBLE,
+        3,
+        true,
+    )?;
     w.nulls(vec!["exp_scale"], T_INT32, 1, false)?;
     w.nulls(vec!["exp_zero_count"], T_INT64, 1, false)?;
     w.nulls(vec!["exp_positive_offset"], T_INT32, 1, false)?;
-    w.nulls(vec!["exp_positive_bucket_counts", "list", "element"], T_INT64, 3, true)?;
+    w.nulls(
+        vec!["exp_positive_bucket_counts", "list", "element"],
+        T_INT64,
+        3,
+        true,
+    )?;
     w.nulls(vec!["exp_negative_offset"], T_INT32, 1, false)?;
-    w.nulls(vec!["exp_negative_bucket_counts", "list", "element"], T_INT64, 3, true)?;
-    w.nulls(vec!["quantiles", "list", "element", "quantile"], T_DOUBLE, 4, true)?;
-    w.nulls(vec!["quantiles", "list", "element", "value"], T_DOUBLE, 4, true)?;
+    w.nulls(
+        vec!["exp_negative_bucket_counts", "list", "element"],
+        T_INT64,
+        3,
+        true,
+    )?;
+    w.nulls(
+        vec!["quantiles", "list", "element", "quantile"],
+        T_DOUBLE,
+        4,
+        true,
+    )?;
+    w.nulls(
+        vec!["quantiles", "list", "element", "value"],
+        T_DOUBLE,
+        4,
+        true,
+    )?;
 
-    w.fixed::<i32>("flags", false, selected().map(|p| (Some(columns.flags[p]), 1)))?;
+    w.fixed::<i32>(
+        "flags",
+        false,
+        selected().map(|p| (Some(columns.flags[p]), 1)),
+    )?;
 
     // partition columns, from record_timestamp
     let mut hours: HashMap<i64, u32> = HashMap::new();
@@ -1424,9 +1697,18 @@ fn write_group(w: &mut Writer, columns: &Columns, records: &RecordInput, ranges:
         })
         .collect();
     let level: Vec<Option<&[u8]>> = dates.iter().map(|d| Some(d.as_bytes())).collect();
-    let hour_runs: Vec<(u32, u32)> = record_runs.iter().map(|&(r, c)| (record_hour[r as usize], c)).collect();
+    let hour_runs: Vec<(u32, u32)> = record_runs
+        .iter()
+        .map(|&(r, c)| (record_hour[r as usize], c))
+        .collect();
     w.dictionary_strings("date", &level, &hour_runs)?;
-    w.fixed::<i32>("hour", true, hour_runs.iter().map(|&(h, c)| (Some(hour_values[h as usize]), c)))?;
+    w.fixed::<i32>(
+        "hour",
+        true,
+        hour_runs
+            .iter()
+            .map(|&(h, c)| (Some(hour_values[h as usize]), c)),
+    )?;
 
     w.end_group();
     Ok(())
@@ -1456,7 +1738,12 @@ fn raw_schema() -> Vec<Element> {
     s.push(string("topic"));
     s.push(prim("partition", T_INT32, OPTIONAL, Logical::None));
     s.push(prim("offset", T_INT64, OPTIONAL, Logical::None));
-    s.push(prim("timestamp", T_INT64, OPTIONAL, Logical::TimestampMillis));
+    s.push(prim(
+        "timestamp",
+        T_INT64,
+        OPTIONAL,
+        Logical::TimestampMillis,
+    ));
     s.push(prim("key", T_BYTE_ARRAY, OPTIONAL, Logical::None));
     map_elements("headers", &mut s);
     s.push(prim("value", T_BYTE_ARRAY, OPTIONAL, Logical::None));
@@ -1470,10 +1757,22 @@ pub fn write_raw(input: &RawInput) -> std::io::Result<Vec<u8>> {
     let rows = input.partitions.len();
     let mut w = Writer::new(rows)?;
     w.begin_group(rows);
-    w.dictionary_strings("topic", &[Some(input.topic.as_bytes())], &[(0, rows as u32)])?;
-    w.fixed::<i32>("partition", true, input.partitions.iter().map(|&p| (Some(p), 1)))?;
+    w.dictionary_strings(
+        "topic",
+        &[Some(input.topic.as_bytes())],
+        &[(0, rows as u32)],
+    )?;
+    w.fixed::<i32>(
+        "partition",
+        true,
+        input.partitions.iter().map(|&p| (Some(p), 1)),
+    )?;
     w.fixed::<i64>("offset", true, input.offsets.iter().map(|&o| (Some(o), 1)))?;
-    w.fixed::<i64>("timestamp", true, input.timestamps_ms.iter().map(|&t| (Some(t), 1)))?;
+    w.fixed::<i64>(
+        "timestamp",
+        true,
+        input.timestamps_ms.iter().map(|&t| (Some(t), 1)),
+    )?;
     w.plain_binary("key", &input.keys)?;
     w.map_of_sets("headers", &input.header_sets, &input.header_index)?;
     w.plain_binary("value", &input.values)?;
@@ -1537,8 +1836,12 @@ mod tests {
             let mut rle = Rle::new(width);
             let mut expected = Vec::new();
             for _ in 0..(case * 7 % 300) {
-                seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-                let value = ((seed >> 33) as u32) & ((1u32 << width) - 1) & if case % 3 == 0 { 3 } else { u32::MAX };
+                seed = seed
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                let value = ((seed >> 33) as u32)
+                    & ((1u32 << width) - 1)
+                    & if case % 3 == 0 { 3 } else { u32::MAX };
                 let count = match (seed >> 20) % 4 {
                     0 => 1,
                     1 => 3,
@@ -1549,14 +1852,20 @@ mod tests {
                 expected.extend(std::iter::repeat(value).take(count));
             }
             let bytes = rle.finish();
-            assert_eq!(decode(&bytes, width, expected.len()), expected, "case {case}");
+            assert_eq!(
+                decode(&bytes, width, expected.len()),
+                expected,
+                "case {case}"
+            );
         }
     }
 
     #[test]
     fn a_page_beyond_two_gib_is_refused_not_wrapped() {
         let mut writer = Writer::new(0).expect("writer");
-        let refused = writer.page(false, i32::MAX as usize + 1, b"x").expect_err("refused");
+        let refused = writer
+            .page(false, i32::MAX as usize + 1, b"x")
+            .expect_err("refused");
         assert_eq!(refused.to_string(), "a Parquet page beyond 2 GiB");
         assert!(writer.page(false, 1, b"x").is_ok());
     }

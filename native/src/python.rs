@@ -8,7 +8,6 @@ use pyo3::types::{PyBytes, PyDict, PyList};
 use crate::owned::Buffer;
 use crate::text::{MapColumn, StringColumn};
 
-
 /// Move a column into the dict as a `Buffer` (no copy).
 pub(crate) fn put<'py, T: Copy + Send + Sync + 'static>(
     dict: &Bound<'py, PyDict>,
@@ -39,7 +38,10 @@ fn owned_values(values: &Bound<'_, PyList>) -> Vec<Option<Py<PyBytes>>> {
 }
 
 fn list_slices<'a>(py: Python<'a>, owned: &'a [Option<Py<PyBytes>>]) -> Vec<Option<&'a [u8]>> {
-    owned.iter().map(|item| item.as_ref().map(|bytes| bytes.as_bytes(py))).collect()
+    owned
+        .iter()
+        .map(|item| item.as_ref().map(|bytes| bytes.as_bytes(py)))
+        .collect()
 }
 
 /// Decode a list of record values (bytes or None) into column buffers.
@@ -48,7 +50,10 @@ fn list_slices<'a>(py: Python<'a>, owned: &'a [Option<Py<PyBytes>>]) -> Vec<Opti
 /// `status` has one byte per record: 0 decoded here, 1 for the Python decoder. The GIL is released
 /// while decoding, so landing threads decode in parallel.
 #[pyfunction]
-fn decode_metrics<'py>(py: Python<'py>, values: &Bound<'py, PyList>) -> PyResult<Bound<'py, PyDict>> {
+fn decode_metrics<'py>(
+    py: Python<'py>,
+    values: &Bound<'py, PyList>,
+) -> PyResult<Bound<'py, PyDict>> {
     let owned = owned_values(values);
     let slices = list_slices(py, &owned);
     let columns = py.allow_threads(|| crate::decode::decode_values(&slices));
@@ -76,10 +81,18 @@ fn binary_slices<'a>(
     length: usize,
 ) -> PyResult<Vec<Option<&'a [u8]>>> {
     let offset_at = |index: usize| {
-        i32::from_le_bytes(offsets[4 * index..4 * index + 4].try_into().expect("4 bytes")) as usize
+        i32::from_le_bytes(
+            offsets[4 * index..4 * index + 4]
+                .try_into()
+                .expect("4 bytes"),
+        ) as usize
     };
-    if offsets.len() < 4 * (offset + length + 1) || validity.is_some_and(|bits| bits.len() * 8 < offset + length) {
-        return Err(PyValueError::new_err("offsets/validity: shorter than the column"));
+    if offsets.len() < 4 * (offset + length + 1)
+        || validity.is_some_and(|bits| bits.len() * 8 < offset + length)
+    {
+        return Err(PyValueError::new_err(
+            "offsets/validity: shorter than the column",
+        ));
     }
     let mut slices: Vec<Option<&[u8]>> = Vec::with_capacity(length);
     for index in offset..offset + length {
@@ -119,7 +132,11 @@ fn binary_buffers<'a>(
         Some(bitmap) => Some(contiguous(py, bitmap, "validity")?),
         None => None,
     };
-    Ok((contiguous(py, offsets, "offsets")?, contiguous(py, data, "data")?, validity))
+    Ok((
+        contiguous(py, offsets, "offsets")?,
+        contiguous(py, data, "data")?,
+        validity,
+    ))
 }
 
 /// Decode an Arrow binary column given as its buffers (what landing's native reader hands over).
@@ -143,14 +160,13 @@ fn decode_binary<'py>(
     columns_dict(py, columns)
 }
 
-fn columns_dict<'py>(py: Python<'py>, columns: crate::decode::Columns) -> PyResult<Bound<'py, PyDict>> {
+fn columns_dict<'py>(
+    py: Python<'py>,
+    columns: crate::decode::Columns,
+) -> PyResult<Bound<'py, PyDict>> {
     let dict = PyDict::new(py);
     put(&dict, "status", columns.status)?;
-    put(
-        &dict,
-        "points_per_record",
-        columns.points_per_record,
-    )?;
+    put(&dict, "points_per_record", columns.points_per_record)?;
     put(&dict, "point_record", columns.point_record)?;
     put(&dict, "point_scope", columns.point_scope)?;
     put(&dict, "point_metric", columns.point_metric)?;
@@ -237,7 +253,9 @@ fn write_chunk(
             values.push(label_value(&item?)?);
         }
         if values.len() != width {
-            return Err(PyValueError::new_err(format!("label_rows: {width} values per row")));
+            return Err(PyValueError::new_err(format!(
+                "label_rows: {width} values per row"
+            )));
         }
         rows.push(values);
     }
@@ -247,9 +265,14 @@ fn write_chunk(
         || offsets.len() != n
         || timestamps_ms.len() != n
         || label_slots.len() != n
-        || label_slots.iter().zip(&skipped).any(|(&slot, &skip)| !skip && !in_range(slot))
+        || label_slots
+            .iter()
+            .zip(&skipped)
+            .any(|(&slot, &skip)| !skip && !in_range(slot))
     {
-        return Err(PyValueError::new_err("records: one value per record (label slots in range)"));
+        return Err(PyValueError::new_err(
+            "records: one value per record (label slots in range)",
+        ));
     }
     // a skipped record's slot is -1 (its headers failed): never read, as it has no points
     let input = crate::parquet::RecordInput {
@@ -262,7 +285,9 @@ fn write_chunk(
     };
     let (points, fallback, files) = py.allow_threads(|| {
         let columns = crate::decode::decode_values(&slices);
-        let fallback: Vec<usize> = (0..n).filter(|&i| columns.status[i] != 0 && !skipped[i]).collect();
+        let fallback: Vec<usize> = (0..n)
+            .filter(|&i| columns.status[i] != 0 && !skipped[i])
+            .collect();
         if !fallback.is_empty() {
             return Ok((0, fallback, Vec::new()));
         }
@@ -299,13 +324,29 @@ fn write_datapoints(
 #[derive(FromPyObject)]
 enum BinaryColumn<'py> {
     List(Bound<'py, PyList>),
-    Arrow((PyBuffer<u8>, PyBuffer<u8>, Option<PyBuffer<u8>>, usize, usize)),
+    Arrow(
+        (
+            PyBuffer<u8>,
+            PyBuffer<u8>,
+            Option<PyBuffer<u8>>,
+            usize,
+            usize,
+        ),
+    ),
 }
 
 /// What a `BinaryColumn`'s slices borrow from.
 enum BinaryOwner {
     List(Vec<Option<Py<PyBytes>>>),
-    Arrow((PyBuffer<u8>, PyBuffer<u8>, Option<PyBuffer<u8>>, usize, usize)),
+    Arrow(
+        (
+            PyBuffer<u8>,
+            PyBuffer<u8>,
+            Option<PyBuffer<u8>>,
+            usize,
+            usize,
+        ),
+    ),
 }
 
 impl BinaryColumn<'_> {
@@ -356,19 +397,31 @@ fn write_raw(
         keys: keys.slices(py)?,
         header_sets: header_sets
             .into_iter()
-            .map(|set| set.into_iter().map(|(key, value)| (key.into_bytes(), value.map(String::into_bytes))).collect())
+            .map(|set| {
+                set.into_iter()
+                    .map(|(key, value)| (key.into_bytes(), value.map(String::into_bytes)))
+                    .collect()
+            })
             .collect(),
         header_index,
         values: values.slices(py)?,
     };
     let rows = input.partitions.len();
     let sets = input.header_sets.len();
-    if [input.offsets.len(), input.timestamps_ms.len(), input.keys.len(), input.values.len(), input.header_index.len()]
-        .iter()
-        .any(|&length| length != rows)
+    if [
+        input.offsets.len(),
+        input.timestamps_ms.len(),
+        input.keys.len(),
+        input.values.len(),
+        input.header_index.len(),
+    ]
+    .iter()
+    .any(|&length| length != rows)
         || input.header_index.iter().any(|&set| set as usize >= sets)
     {
-        return Err(PyValueError::new_err("raw columns: one value per record (header sets in range)"));
+        return Err(PyValueError::new_err(
+            "raw columns: one value per record (header sets in range)",
+        ));
     }
     let bytes = py
         .allow_threads(|| crate::parquet::write_raw(&input))

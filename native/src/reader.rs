@@ -36,7 +36,12 @@ struct Events {
 
 type Shared = Mutex<Events>;
 
-unsafe extern "C" fn on_error(rk: *mut c_void, err: c_int, reason: *const c_char, opaque: *mut c_void) {
+unsafe extern "C" fn on_error(
+    rk: *mut c_void,
+    err: c_int,
+    reason: *const c_char,
+    opaque: *mut c_void,
+) {
     if opaque.is_null() {
         return;
     }
@@ -54,8 +59,15 @@ unsafe extern "C" fn on_error(rk: *mut c_void, err: c_int, reason: *const c_char
     }
 }
 
-unsafe extern "C" fn on_log(rk: *const c_void, level: c_int, facility: *const c_char, line: *const c_char) {
-    let Some(api) = librdkafka::loaded() else { return };
+unsafe extern "C" fn on_log(
+    rk: *const c_void,
+    level: c_int,
+    facility: *const c_char,
+    line: *const c_char,
+) {
+    let Some(api) = librdkafka::loaded() else {
+        return;
+    };
     let opaque = (api.opaque)(rk);
     if opaque.is_null() {
         return;
@@ -63,7 +75,9 @@ unsafe extern "C" fn on_log(rk: *const c_void, level: c_int, facility: *const c_
     let shared = &*(opaque as *const Shared);
     if let Ok(mut events) = shared.lock() {
         if events.logs.len() < MAX_LOG_LINES {
-            events.logs.push((level, librdkafka::text(facility), librdkafka::text(line)));
+            events
+                .logs
+                .push((level, librdkafka::text(facility), librdkafka::text(line)));
         } else {
             events.dropped_logs += 1;
         }
@@ -79,7 +93,11 @@ struct BinaryColumn {
 
 impl BinaryColumn {
     fn new() -> Self {
-        BinaryColumn { offsets: vec![0], data: Vec::new(), valid: Vec::new() }
+        BinaryColumn {
+            offsets: vec![0],
+            data: Vec::new(),
+            valid: Vec::new(),
+        }
     }
 
     /// SAFETY: `pointer` is null or points to `len` readable bytes.
@@ -87,7 +105,8 @@ impl BinaryColumn {
         if pointer.is_null() {
             self.valid.push(0);
         } else {
-            self.data.extend_from_slice(std::slice::from_raw_parts(pointer, len));
+            self.data
+                .extend_from_slice(std::slice::from_raw_parts(pointer, len));
             self.valid.push(1);
         }
         self.offsets.push(self.data.len() as i32);
@@ -288,7 +307,8 @@ impl TopicReader {
     #[new]
     fn new(library: &str, config: Vec<(String, String)>, topic: &str) -> PyResult<Self> {
         let api = librdkafka::load(library).map_err(PyRuntimeError::new_err)?;
-        let topic = CString::new(topic).map_err(|_| PyValueError::new_err("topic: contains NUL"))?;
+        let topic =
+            CString::new(topic).map_err(|_| PyValueError::new_err("topic: contains NUL"))?;
         let shared = Box::into_raw(Box::new(Mutex::new(Events::default())));
         let mut error = [0 as c_char; 512];
         // SAFETY: librdkafka's documented configuration and construction sequence; `shared` outlives
@@ -296,14 +316,20 @@ impl TopicReader {
         unsafe {
             let conf = (api.conf_new)();
             for (name, value) in &config {
-                let (Ok(c_name), Ok(c_value)) = (CString::new(name.as_str()), CString::new(value.as_str()))
+                let (Ok(c_name), Ok(c_value)) =
+                    (CString::new(name.as_str()), CString::new(value.as_str()))
                 else {
                     (api.conf_destroy)(conf);
                     drop(Box::from_raw(shared));
                     return Err(PyValueError::new_err(format!("{name}: contains NUL")));
                 };
-                let result =
-                    (api.conf_set)(conf, c_name.as_ptr(), c_value.as_ptr(), error.as_mut_ptr(), error.len());
+                let result = (api.conf_set)(
+                    conf,
+                    c_name.as_ptr(),
+                    c_value.as_ptr(),
+                    error.as_mut_ptr(),
+                    error.len(),
+                );
                 if result != CONF_OK {
                     (api.conf_destroy)(conf);
                     drop(Box::from_raw(shared));
@@ -350,7 +376,10 @@ impl TopicReader {
             err
         };
         if err != 0 {
-            return Err(PyRuntimeError::new_err(format!("assign: {}", librdkafka::describe(self.api, err))));
+            return Err(PyRuntimeError::new_err(format!(
+                "assign: {}",
+                librdkafka::describe(self.api, err)
+            )));
         }
         Ok(())
     }
@@ -377,14 +406,26 @@ impl TopicReader {
     }
 
     /// (error code, low, high) of a partition, read from its leader now (0: no error).
-    fn watermarks(&self, py: Python<'_>, partition: i32, timeout_ms: i32) -> PyResult<(i32, i64, i64)> {
+    fn watermarks(
+        &self,
+        py: Python<'_>,
+        partition: i32,
+        timeout_ms: i32,
+    ) -> PyResult<(i32, i64, i64)> {
         let (api, rk, topic) = (self.api, Handle(self.handle()?), self.topic.clone());
         Ok(py.allow_threads(move || {
             let rk = rk;
             let (mut low, mut high) = (-1i64, -1i64);
             // SAFETY: a live handle and out-pointers to locals.
             let err = unsafe {
-                (api.query_watermark_offsets)(rk.0, topic.as_ptr(), partition, &mut low, &mut high, timeout_ms)
+                (api.query_watermark_offsets)(
+                    rk.0,
+                    topic.as_ptr(),
+                    partition,
+                    &mut low,
+                    &mut high,
+                    timeout_ms,
+                )
             };
             (err, low, high)
         }))
@@ -442,14 +483,29 @@ impl TopicReader {
         limit: Option<usize>,
     ) -> PyResult<Bound<'py, PyDict>> {
         let queue = Handle(self.queue_handle()?);
-        let bounds = Bounds { ends, until_ms, limit, chunk_records: chunk_records.max(1) };
+        let bounds = Bounds {
+            ends,
+            until_ms,
+            limit,
+            chunk_records: chunk_records.max(1),
+        };
         let api = self.api;
         let mut buffers = std::mem::take(&mut self.buffers);
         let mut messages = std::mem::take(&mut self.messages);
         let fetched = py.allow_threads(|| {
             let queue = queue;
             // SAFETY: `messages` has room for `max_messages`; each returned message is destroyed.
-            unsafe { consume_into(api, queue.0, &mut messages, max_messages.max(1), timeout_ms, &bounds, &mut buffers) }
+            unsafe {
+                consume_into(
+                    api,
+                    queue.0,
+                    &mut messages,
+                    max_messages.max(1),
+                    timeout_ms,
+                    &bounds,
+                    &mut buffers,
+                )
+            }
         });
         self.buffers = buffers;
         self.messages = messages;
@@ -470,7 +526,12 @@ impl TopicReader {
 
     /// Every partition's buffered records as chunks (in partition order), emptying the buffers.
     fn take_all<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        let mut partitions: Vec<i32> = self.buffers.iter().filter(|(_, b)| b.len() > 0).map(|(p, _)| *p).collect();
+        let mut partitions: Vec<i32> = self
+            .buffers
+            .iter()
+            .filter(|(_, b)| b.len() > 0)
+            .map(|(p, _)| *p)
+            .collect();
         partitions.sort_unstable();
         let chunks = PyList::empty(py);
         for partition in partitions {
@@ -524,7 +585,9 @@ impl TopicReader {
         } else {
             // SAFETY: `shared` lives until `close`.
             let shared = unsafe { &*self.shared.0 };
-            let mut guard = shared.lock().map_err(|_| PyRuntimeError::new_err("reader events poisoned"))?;
+            let mut guard = shared
+                .lock()
+                .map_err(|_| PyRuntimeError::new_err("reader events poisoned"))?;
             std::mem::take(&mut *guard)
         };
         result.set_item("client_errors", events.errors)?;
@@ -565,7 +628,10 @@ unsafe fn consume_into(
     messages.resize(max_messages, null_mut());
     let count = (api.consume_batch_queue)(queue, timeout_ms, messages.as_mut_ptr(), max_messages);
     let count = count.max(0) as usize;
-    let mut fetched = Fetched { consumed: count, ..Fetched::default() };
+    let mut fetched = Fetched {
+        consumed: count,
+        ..Fetched::default()
+    };
     let mut key = Vec::with_capacity(1024);
     let mut ended_by_until: HashMap<i32, i64> = HashMap::new();
     for &message_ptr in &messages[..count] {
@@ -575,7 +641,9 @@ unsafe fn consume_into(
         }
         if message.err != 0 {
             let text = librdkafka::text((api.message_errstr)(message));
-            fetched.message_errors.push((message.err, message.partition, text));
+            fetched
+                .message_errors
+                .push((message.err, message.partition, text));
             continue;
         }
         let partition = message.partition;
@@ -627,7 +695,9 @@ unsafe fn consume_into(
 }
 
 fn header_set<'py>(py: Python<'py>, set: &HeaderSet) -> PyResult<Bound<'py, PyAny>> {
-    let Some(headers) = set else { return Ok(py.None().into_bound(py)) };
+    let Some(headers) = set else {
+        return Ok(py.None().into_bound(py));
+    };
     let mut items = Vec::with_capacity(headers.len());
     for (name, value) in headers {
         let name = String::from_utf8_lossy(name).into_owned();
@@ -635,14 +705,21 @@ fn header_set<'py>(py: Python<'py>, set: &HeaderSet) -> PyResult<Bound<'py, PyAn
             Some(value) => PyBytes::new(py, value).into_any(),
             None => py.None().into_bound(py),
         };
-        items.push(PyTuple::new(py, [name.into_pyobject(py)?.into_any(), value])?);
+        items.push(PyTuple::new(
+            py,
+            [name.into_pyobject(py)?.into_any(), value],
+        )?);
     }
     Ok(PyTuple::new(py, items)?.into_any())
 }
 
 /// A chunk as the Python side reads it: numbers and binary columns as little-endian buffers, moved
 /// into `Buffer`s (not copied).
-fn chunk_dict<'py>(py: Python<'py>, partition: i32, buffer: PartitionBuffer) -> PyResult<Bound<'py, PyDict>> {
+fn chunk_dict<'py>(
+    py: Python<'py>,
+    partition: i32,
+    buffer: PartitionBuffer,
+) -> PyResult<Bound<'py, PyDict>> {
     let chunk = PyDict::new(py);
     chunk.set_item("partition", partition)?;
     let sets = PyList::empty(py);
