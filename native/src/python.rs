@@ -206,6 +206,8 @@ fn kip714_native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<crate::reader::TopicReader>()?;
     module.add_class::<Buffer>()?;
     module.add("FORMAT_VERSION", 1)?;
+    // the label columns in the order `write_datapoints` reads `label_rows` (a test holds it to Python's)
+    module.add("DATAPOINT_LABELS", crate::parquet::LABEL_NAMES.to_vec())?;
     Ok(())
 }
 
@@ -319,34 +321,26 @@ fn write_datapoints(
     write_chunk(py, owner.slices(py)?, records, label_rows, skip, group_rows)
 }
 
-/// A binary column from Python: a list of bytes (or None), or an Arrow binary array's buffers
-/// `(offsets, data, validity, offset, length)` (see `binary_slices`).
+/// An Arrow binary array's buffers: `(offsets, data, validity, offset, length)` (see `binary_slices`).
+type ArrowBinary = (
+    PyBuffer<u8>,
+    PyBuffer<u8>,
+    Option<PyBuffer<u8>>,
+    usize,
+    usize,
+);
+
+/// A binary column from Python: a list of bytes (or None), or an Arrow binary array's buffers.
 #[derive(FromPyObject)]
 enum BinaryColumn<'py> {
     List(Bound<'py, PyList>),
-    Arrow(
-        (
-            PyBuffer<u8>,
-            PyBuffer<u8>,
-            Option<PyBuffer<u8>>,
-            usize,
-            usize,
-        ),
-    ),
+    Arrow(ArrowBinary),
 }
 
 /// What a `BinaryColumn`'s slices borrow from.
 enum BinaryOwner {
     List(Vec<Option<Py<PyBytes>>>),
-    Arrow(
-        (
-            PyBuffer<u8>,
-            PyBuffer<u8>,
-            Option<PyBuffer<u8>>,
-            usize,
-            usize,
-        ),
-    ),
+    Arrow(ArrowBinary),
 }
 
 impl BinaryColumn<'_> {
