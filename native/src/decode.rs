@@ -399,8 +399,37 @@ impl Columns {
 /// Decode a batch of record values (None: no value) into columns; never panics on any input.
 pub fn decode_values(values: &[Option<&[u8]>]) -> Columns {
     let mut columns = Columns::new();
+    decode_into(&mut columns, values);
+    columns
+}
+
+fn decode_into(columns: &mut Columns, values: &[Option<&[u8]>]) {
     for (index, value) in values.iter().enumerate() {
         columns.add_record(index as u32, *value);
     }
-    columns
+}
+
+thread_local! {
+    /// The columns of this thread's last `with_decoded` chunk, emptied and reused by its next one.
+    static REUSED: std::cell::RefCell<Option<Columns>> = const { std::cell::RefCell::new(None) };
+}
+
+/// `decode_values` into columns this thread reuses from chunk to chunk, for a caller that only reads
+/// them (the Parquet writer): the vectors keep their capacity, so a chunk does not grow ~30 of them
+/// from empty again (reallocations, copies, fresh pages).
+pub fn with_decoded<T>(values: &[Option<&[u8]>], read: impl FnOnce(&Columns) -> T) -> T {
+    let mut columns = REUSED
+        .with(|cell| cell.borrow_mut().take())
+        .unwrap_or_else(Columns::new);
+    columns.rollback(&Mark {
+        points: 0,
+        scopes: 0,
+        metrics: 0,
+    });
+    columns.status.clear();
+    columns.points_per_record.clear();
+    decode_into(&mut columns, values);
+    let result = read(&columns);
+    REUSED.with(|cell| *cell.borrow_mut() = Some(columns));
+    result
 }

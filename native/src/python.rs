@@ -286,16 +286,17 @@ fn write_chunk(
         label_rows: rows,
     };
     let (points, fallback, files) = py.allow_threads(|| {
-        let columns = crate::decode::decode_values(&slices);
-        let fallback: Vec<usize> = (0..n)
-            .filter(|&i| columns.status[i] != 0 && !skipped[i])
-            .collect();
-        if !fallback.is_empty() {
-            return Ok((0, fallback, Vec::new()));
-        }
-        let files = crate::parquet::write_datapoints(&columns, &input, group_rows)
-            .map_err(|err| PyValueError::new_err(err.to_string()))?;
-        Ok::<_, PyErr>((columns.point_record.len(), fallback, files))
+        crate::decode::with_decoded(&slices, |columns| {
+            let fallback: Vec<usize> = (0..n)
+                .filter(|&i| columns.status[i] != 0 && !skipped[i])
+                .collect();
+            if !fallback.is_empty() {
+                return Ok((0, fallback, Vec::new()));
+            }
+            let files = crate::parquet::write_datapoints(columns, &input, group_rows)
+                .map_err(|err| PyValueError::new_err(err.to_string()))?;
+            Ok::<_, PyErr>((columns.point_record.len(), fallback, files))
+        })
     })?;
     let files = files
         .into_iter()
