@@ -65,8 +65,9 @@ class WrittenDatapoints:
 
 def native_writer_available() -> bool:
     """Whether the extension has the writer and neither it nor the native decoder is turned off."""
-    if native.kip714_native is None or not hasattr(native.kip714_native, "write_datapoints"):
-        return False
+    extension = native.kip714_native
+    if extension is None or not all(hasattr(extension, name) for name in ("write_datapoints", "write_raw")):
+        return False  # not installed, or a build from before the writer
     if os.environ.get(WRITER_ENV, "native").lower() == "pyarrow":
         _say_pyarrow_writer_once()
         return False
