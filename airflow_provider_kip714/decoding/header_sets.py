@@ -14,6 +14,14 @@ Headers: TypeAlias = Sequence[tuple[str, bytes | None]] | None
 HeaderSet: TypeAlias = tuple[tuple[str, bytes | None], ...] | None
 
 
+def as_text(headers: HeaderSet) -> list[tuple[str, str | None]]:
+    """A header set as ``raw/`` keeps it: values as text, undecodable bytes replaced (the bytes that
+    matter, the record's value, stay as received); no headers is an empty map."""
+    return [
+        (name, None if raw is None else raw.decode("utf-8", errors="replace")) for name, raw in headers or ()
+    ]
+
+
 class HeaderSets:
     """The distinct header sets seen so far (``sets``), each with its slot (position in ``sets``).
 

@@ -22,18 +22,22 @@ from __future__ import annotations
 import functools
 import logging
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, TypeVar
 
 import pyarrow as pa
 
 from airflow_provider_kip714.decoding import native
+from airflow_provider_kip714.decoding.header_sets import as_text
 from airflow_provider_kip714.decoding.labels import BatchLabels
 from airflow_provider_kip714.decoding.records import RecordColumns
 from airflow_provider_kip714.decoding.reference import record_failures
+from airflow_provider_kip714.exceptions import LandingError
 
 log = logging.getLogger(__name__)
 
+T = TypeVar("T")
 WRITER_ENV: Final = "KIP714_DATAPOINTS_WRITER"
 PAGE_LIMIT: Final = "a Parquet page beyond 2 GiB"
 """The native writer's refusal (one page per column and row group); the chunk then goes to pyarrow."""
@@ -68,10 +72,19 @@ def native_writer_available() -> bool:
     extension = native.kip714_native
     if extension is None or not all(hasattr(extension, name) for name in ("write_datapoints", "write_raw")):
         return False  # not installed, or a build from before the writer
-    if os.environ.get(WRITER_ENV, "native").lower() == "pyarrow":
+    if writer_choice() == "pyarrow":
         _say_pyarrow_writer_once()
         return False
     return native.native_available()
+
+
+def writer_choice() -> str:
+    """``KIP714_DATAPOINTS_WRITER``: native (unset or empty) or pyarrow; anything else is refused, so a
+    misspelt attempt to rule the native writer out does not silently keep it."""
+    choice = (os.environ.get(WRITER_ENV) or "native").lower()
+    if choice not in ("native", "pyarrow"):
+        raise LandingError(f"{WRITER_ENV}: must be 'native' or 'pyarrow' (got {choice!r})")
+    return choice
 
 
 @functools.cache
@@ -92,6 +105,17 @@ def _binary(column: object) -> object:
     return list(column)  # type: ignore[call-overload]
 
 
+def _unless_page_too_large(what: str, records: int, write: Callable[[], T]) -> T | None:
+    """``write()``, or None when the writer refused a page beyond 2 GiB (pyarrow then cuts smaller)."""
+    try:
+        return write()
+    except ValueError as err:
+        if PAGE_LIMIT not in str(err):
+            raise
+        log.warning("%s of %d records left to pyarrow (which cuts pages smaller): %s", what, records, err)
+        return None
+
+
 def write_raw_natively(columns: RecordColumns) -> RawFile | None:
     """The chunk's ``raw`` file (``RAW_SCHEMA``, what ``landing_batch.raw_table`` holds), or None when
     the records are not one landing chunk (one topic).
@@ -102,32 +126,21 @@ def write_raw_natively(columns: RecordColumns) -> RawFile | None:
     topic = _single_topic(columns)
     if topic is None:
         return None
-    header_sets = [
-        [
-            (name, None if raw is None else raw.decode("utf-8", errors="replace"))
-            for name, raw in headers or ()
-        ]
-        for headers in columns.header_sets
-    ]
-    try:
-        data = native.kip714_native.write_raw(  # type: ignore[union-attr]
+    data = _unless_page_too_large(
+        "raw file",
+        len(columns),
+        lambda: native.kip714_native.write_raw(  # type: ignore[union-attr]
             topic,
             list(columns.partitions),
             list(columns.offsets),
             list(columns.timestamps_ms),
             _binary(columns.keys),
-            header_sets,
+            [as_text(headers) for headers in columns.header_sets],
             list(columns.header_index),
             _binary(columns.values),
-        )
-    except ValueError as err:
-        if PAGE_LIMIT not in str(err):
-            raise
-        log.warning(
-            "raw file of %d records left to pyarrow (which cuts pages smaller): %s", len(columns), err
-        )
-        return None
-    return RawFile(len(columns), data)
+        ),
+    )
+    return None if data is None else RawFile(len(columns), data)
 
 
 def write_natively(columns: RecordColumns) -> WrittenDatapoints | None:
@@ -147,17 +160,16 @@ def write_natively(columns: RecordColumns) -> WrittenDatapoints | None:
         list(columns.timestamps_ms),
         labels.slots,
     )
-    try:
-        points, fallback, files = native.kip714_native.write_datapoints(  # type: ignore[union-attr]
+    written = _unless_page_too_large(
+        "datapoints",
+        len(columns),
+        lambda: native.kip714_native.write_datapoints(  # type: ignore[union-attr]
             _binary(columns.values), records, list(labels.label_rows()), sorted(failed)
-        )
-    except ValueError as err:
-        if PAGE_LIMIT not in str(err):
-            raise
-        log.warning(
-            "datapoints of %d records left to pyarrow (which cuts pages smaller): %s", len(columns), err
-        )
+        ),
+    )
+    if written is None:
         return None
+    points, fallback, files = written
     if fallback:
         return None
     return WrittenDatapoints(
@@ -175,4 +187,5 @@ __all__ = [
     "native_writer_available",
     "write_natively",
     "write_raw_natively",
+    "writer_choice",
 ]

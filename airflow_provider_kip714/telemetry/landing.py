@@ -24,6 +24,7 @@ from datetime import datetime
 from typing import Any, Final
 
 from airflow_provider_kip714.decoding.decoder import VALUE_FORMATS, ValueFormat
+from airflow_provider_kip714.decoding.native_writer import writer_choice
 from airflow_provider_kip714.exceptions import LandingError
 from airflow_provider_kip714.telemetry import reader
 from airflow_provider_kip714.telemetry.landing_batch import PartitionBatch, stage_batch, stage_records
@@ -146,6 +147,7 @@ def _check_options(lander: TopicLander) -> None:
     if lander.follow and lander.max_records is None and lander.timeout_s is None:
         raise LandingError("follow: needs max_records or timeout_s, or the run never ends")
     reader_choice()  # a bad KIP714_LANDING_READER is refused before anything connects
+    writer_choice()  # and a bad KIP714_DATAPOINTS_WRITER
 
 
 class TopicLander:

@@ -15,7 +15,7 @@ import pyarrow as pa
 
 from airflow_provider_kip714.contract.landing_schema import QUARANTINE_SCHEMA, RAW_SCHEMA, STRING_MAP
 from airflow_provider_kip714.decoding.decoder import RecordColumns, TopicRecord, ValueFormat, decode_batch
-from airflow_provider_kip714.decoding.header_sets import HeaderSet, HeaderSets
+from airflow_provider_kip714.decoding.header_sets import HeaderSet, HeaderSets, as_text
 from airflow_provider_kip714.decoding.native import variable_width
 from airflow_provider_kip714.decoding.native_writer import (
     DatapointFile,
@@ -32,9 +32,9 @@ def _sets_map(header_sets: Sequence[HeaderSet], index: Sequence[int]) -> pa.Arra
     keys: list[str] = []
     values: list[str | None] = []
     for headers in header_sets:
-        for name, raw in headers or ():
+        for name, text in as_text(headers):
             keys.append(name)
-            values.append(None if raw is None else raw.decode("utf-8", errors="replace"))
+            values.append(text)
         offsets.append(len(keys))
     per_set = pa.MapArray.from_arrays(
         pa.array(offsets, type=pa.int32()),

@@ -42,6 +42,8 @@ from airflow_provider_kip714.decoding.native_writer import (
     write_natively,
     write_raw_natively,
 )
+from airflow_provider_kip714.exceptions import LandingError
+from airflow_provider_kip714.telemetry.landing import land_topic
 from airflow_provider_kip714.telemetry.landing_batch import PartitionBatch, raw_table, stage_batch
 from airflow_provider_kip714.telemetry.landing_zone import _STATISTICS_COLUMNS, parquet_options
 
@@ -273,9 +275,18 @@ def test_a_chunk_with_a_record_for_the_python_decoder_is_left_to_the_table_path(
     assert decoded.datapoints.num_rows > 10 and [index for index, _ in decoded.failures] == [2]
 
 
-def test_pyarrow_is_chosen_by_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(WRITER_ENV, "pyarrow")
+def test_pyarrow_is_chosen_by_the_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv(WRITER_ENV, "PyArrow")
     assert not native_writer_available()
+    monkeypatch.setenv(WRITER_ENV, "")  # unset or empty: native
+    assert native_writer_available()
+    # a misspelt attempt to rule the native writer out is refused before landing connects anywhere
+    monkeypatch.setenv(WRITER_ENV, "pyaroww")
+    with pytest.raises(
+        LandingError, match=r"^KIP714_DATAPOINTS_WRITER: must be 'native' or 'pyarrow' \(got 'pyaroww'\)$"
+    ):
+        land_topic({"bootstrap.servers": "127.0.0.1:1"}, "_client_telemetry", str(tmp_path / "zone"))
+    assert not (tmp_path / "zone").exists()
     monkeypatch.setenv(WRITER_ENV, "native")
     monkeypatch.setenv("KIP714_OTLP_DECODER", "python")  # no native decoding, so no native writing
     assert not native_writer_available()
