@@ -27,6 +27,7 @@ LAYERS: dict[str, int] = {
     "telemetry": 1,
     "analytics": 1,
     "spark": 1,
+    "findings": 1,
     "hooks": 2,
     "troubleshooting": 3,
     "triggers": 3,
