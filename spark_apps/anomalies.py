@@ -38,7 +38,7 @@ from kip714_common.candidates import baseline_candidates, judged_columns, static
 from kip714_common.cli import Interval, run_main
 from kip714_common.landing import hour_partition_filter, path_exists
 from kip714_common.outputs import RunSummary, printable, summarise_written, table_path, write_table
-from kip714_common.rollup_input import load_history, load_rollups
+from kip714_common.rollup_input import history_table_rows, load_history, load_rollups
 from kip714_common.schemas import ANOMALY_SCHEMA
 from kip714_common.session import app_session
 from kip714_common.thresholds import thresholds_frame
@@ -116,15 +116,19 @@ def own_baselines(spark: SparkSession, args: AnomalyArgs) -> DataFrame | None:
     if not args.baselines:
         return None
     common, interval = args.common, args.common.interval
-    history_rows = load_history(
-        spark,
-        args.rollups_source,
-        common.input,
-        common.output,
-        Interval(interval.start - args.history, interval.start, interval.bucket_seconds),
-        common.counter_lookback,
-        common.metric_aliases,
-    )
+    history = Interval(interval.start - args.history, interval.start, interval.bucket_seconds)
+    if args.history_root is not None:
+        history_rows = history_table_rows(spark, args.history_root, history)
+    else:
+        history_rows = load_history(
+            spark,
+            args.rollups_source,
+            common.input,
+            common.output,
+            history,
+            common.counter_lookback,
+            common.metric_aliases,
+        )
     if history_rows is None:
         return None
     grouped = history_rows.withColumn("client_group", client_group_column(args.group_by))

@@ -23,17 +23,19 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import json
 import os
 import sys
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from types import ModuleType
 
 from kip714_common.caching import run_caches
 from kip714_common.cli import CommonArgs, base_parser, parse_common, run_main
 from kip714_common.errors import SparkAppInputError
-from kip714_common.landing import LATE_GRACE, landed_bytes, shared_reads
+from kip714_common.landing import LATE_GRACE, chunk_selection, landed_bytes, shared_reads
 from kip714_common.session import get_session, tune_for_input
 from kip714_common.timing import StepTimer, emit, jvm_report
 from pyspark.sql import SparkSession
@@ -87,6 +89,11 @@ def build_parser(steps: Sequence[str] = DEFAULT_STEPS) -> argparse.ArgumentParse
     parser.add_argument("--steps", default=",".join(DEFAULT_STEPS), help="steps to run, in STEPS order")
     parser.add_argument("--remote", default=None, help="Spark Connect URL (sc://host:port) instead of a JVM")
     parser.add_argument(
+        "--chunks-from",
+        default=None,
+        help='JSON {"partition": offset}: read only landing chunks at or after it (live mode: what is new)',
+    )
+    parser.add_argument(
         "--concurrency",
         default=str(DEFAULT_CONCURRENCY),
         help="independent steps run at a time (1: in order)",
@@ -114,9 +121,37 @@ def parser_argv(parser: argparse.ArgumentParser, given: argparse.Namespace) -> l
     return argv
 
 
-def plan(argv: Sequence[str]) -> tuple[list[tuple[str, list[str]]], CommonArgs, str | None, int]:
+@dataclass(frozen=True)
+class Plan:
     """Each step with its command line, checked before any Spark work; the shared flags; the Connect URL;
-    how many independent steps run at a time."""
+    how many independent steps run at a time; the landing chunks to read (None: every committed one)."""
+
+    steps: list[tuple[str, list[str]]]
+    common: CommonArgs
+    remote: str | None
+    concurrency: int
+    chunks_from: dict[int, int] | None
+
+
+def parse_chunks_from(text: str | None) -> dict[int, int] | None:
+    """``--chunks-from``: a JSON object of partition -> first offset, both non-negative integers; empty (or
+    absent): every committed chunk."""
+    if text is None or not text.strip():
+        return None
+    try:
+        loaded = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise SparkAppInputError("--chunks-from", f"must be JSON ({err.msg})", text) from err
+    if not isinstance(loaded, dict) or not all(
+        str(k).isdigit() and isinstance(v, int) and not isinstance(v, bool) and v >= 0
+        for k, v in loaded.items()
+    ):
+        raise SparkAppInputError("--chunks-from", "must be a JSON object of partition -> offset >= 0", text)
+    return {int(k): v for k, v in loaded.items()}
+
+
+def plan(argv: Sequence[str]) -> Plan:
+    """Parse and check every step's flags before any Spark work."""
     args = list(argv)
     steps_parser = argparse.ArgumentParser(add_help=False)
     steps_parser.add_argument("--steps", default=",".join(DEFAULT_STEPS))
@@ -126,7 +161,13 @@ def plan(argv: Sequence[str]) -> tuple[list[tuple[str, list[str]]], CommonArgs, 
     for name, arguments in planned:
         step_module(name).check_args(arguments)
     common = parse_common(base_parser(APP_NAME), parser_argv(base_parser(APP_NAME), given))[1]
-    return planned, common, getattr(given, "remote", None), parse_concurrency(given.concurrency)
+    return Plan(
+        planned,
+        common,
+        getattr(given, "remote", None),
+        parse_concurrency(given.concurrency),
+        parse_chunks_from(getattr(given, "chunks_from", None)),
+    )
 
 
 def parse_concurrency(text: str) -> int:
@@ -182,19 +223,20 @@ def run_chains(
 
 def run(argv: Sequence[str] | None = None, spark: SparkSession | None = None) -> dict[str, object]:
     """Run the planned steps in one session (``spark``, else one of its own); returns each step's summary."""
-    planned, common, remote, concurrency = plan(sys.argv[1:] if argv is None else argv)
+    planned = plan(sys.argv[1:] if argv is None else argv)
+    common = planned.common
     timer, began = StepTimer(APP_NAME), time.perf_counter()
     own: SparkSession | None = None
     with timer.phase("session"):
         if spark is None:
-            spark = own = session(remote)
+            spark = own = session(planned.remote)
     try:
         with timer.phase("size_input"):
             size = landed_bytes(spark, common.input, common.read_start, common.interval.end + LATE_GRACE)
             small = tune_for_input(spark, size)
         emit({"step": APP_NAME, "phase": "input", "bytes": size, "small_input_conf": small})
-        with run_caches(), shared_reads(persist=small):
-            summaries = run_chains(spark, planned, timer, concurrency)
+        with run_caches(), shared_reads(persist=small), chunk_selection(planned.chunks_from):
+            summaries = run_chains(spark, planned.steps, timer, planned.concurrency)
         # wall time: concurrent steps overlap, so the phases' sum would overstate it
         emit(
             {

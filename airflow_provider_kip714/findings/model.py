@@ -105,6 +105,17 @@ class Finding:
         )
 
     @property
+    def episode_key(self) -> tuple[str, str, str, str, str]:
+        """What and who, without since when: the same episode seen by a later run has the same key."""
+        return (
+            self.kind.value,
+            self.client.client_instance_id or "",
+            "" if self.broker_node_id is None else str(self.broker_node_id),
+            self.metric_name or "",
+            self.attributes_key or "",
+        )
+
+    @property
     def subject(self) -> str:
         """Who, in words: the client id and instance, or the broker."""
         if self.kind is FindingKind.PLUGIN_ERRORS and self.client.client_instance_id is None:

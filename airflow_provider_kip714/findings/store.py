@@ -5,6 +5,7 @@ Layout (``<root>/live/``, a local folder or an object-store prefix)::
     status.json          LiveStatus: when live mode last finished, and up to when its data reaches
     findings.json        FindingsLedger: the open findings and the outbox of transitions to announce
     auto_windows.json    AutoWindow records: windows opened by findings (the guardrails count them)
+    cursor.json          CycleStart records: where each recent cycle's landing began, per partition
 
 Each file is one JSON document written whole (a single PUT on object stores; a fsynced temporary file
 renamed into place locally), so a reader sees the old or the new document, never half of one. One writer
@@ -35,6 +36,7 @@ LIVE_DIR: Final = "live"
 STATUS_FILE: Final = "status.json"
 LEDGER_FILE: Final = "findings.json"
 AUTO_WINDOWS_FILE: Final = "auto_windows.json"
+CURSOR_FILE: Final = "cursor.json"
 
 
 def live_root(root: StoragePath | None = None) -> StoragePath:
@@ -153,6 +155,25 @@ class AutoWindow:
         )
 
 
+@dataclass(frozen=True)
+class CycleStart:
+    """A live cycle's start, and the next offset to land per partition at that moment.
+
+    Every record the broker accepted after ``at`` lands at or after ``next_offsets`` (that cycle or a later
+    one lands it), so a cycle that analyses ``[at, now)`` needs only the chunks from those offsets on."""
+
+    at: datetime
+    next_offsets: dict[int, int]
+
+    def as_json(self) -> dict[str, Any]:
+        return {"at": self.at.isoformat(), "next_offsets": {str(p): o for p, o in self.next_offsets.items()}}
+
+    @classmethod
+    def from_json(cls, body: dict[str, Any]) -> CycleStart:
+        offsets = {int(p): int(o) for p, o in body.get("next_offsets", {}).items()}
+        return cls(datetime.fromisoformat(body["at"]), offsets)
+
+
 class LiveStore:
     """Reads and writes the documents under ``<root>/live/``; a missing document reads as empty."""
 
@@ -184,6 +205,13 @@ class LiveStore:
 
     def write_auto_windows(self, windows: list[AutoWindow]) -> None:
         self._write(AUTO_WINDOWS_FILE, {"windows": [window.as_json() for window in windows]})
+
+    def cycle_starts(self) -> list[CycleStart]:
+        body = self._read(CURSOR_FILE)
+        return [CycleStart.from_json(item) for item in (body or {}).get("cycles", [])]
+
+    def write_cycle_starts(self, cycles: list[CycleStart]) -> None:
+        self._write(CURSOR_FILE, {"cycles": [cycle.as_json() for cycle in cycles]})
 
     def _read(self, name: str) -> dict[str, Any] | None:
         path = self.root / name

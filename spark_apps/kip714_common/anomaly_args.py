@@ -32,6 +32,9 @@ class AnomalyArgs:
     max_gap_buckets: int
     baselines: bool
     peers: PeerSettings
+    history_root: str | None = None
+    """Learn own baselines from this analytics root's rollups table only (live mode: the hourly tables),
+    never rolling history up from the landing zone."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -39,6 +42,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--rules", default=None, help="static rules JSON file (none by default)")
     parser.add_argument("--history", default="24h", help="baseline history before --start (default 24h)")
     parser.add_argument("--rollups-source", choices=("output", "landing"), default="output")
+    parser.add_argument(
+        "--history-root",
+        default=None,
+        help="analytics root whose rollups/ hold the baseline history (default: --output, then landing)",
+    )
     parser.add_argument("--group-by", default="client_software_name,client_id", help="client group columns")
     _add_baseline_options(parser)
     _add_peer_options(parser)
@@ -103,7 +111,16 @@ def parse_anomaly_args(argv: Sequence[str] | None) -> AnomalyArgs:
         max_gap_buckets=namespace.max_gap_buckets,
         baselines=not namespace.no_baselines,
         peers=_peer_settings(namespace),
+        history_root=_history_root(namespace.history_root),
     )
+
+
+def _history_root(text: str | None) -> str | None:
+    if text is None:
+        return None
+    if not text.strip():
+        raise SparkAppInputError("--history-root", "must be a non-empty path or URI", text)
+    return text.rstrip("/")
 
 
 def _settings(namespace: argparse.Namespace) -> BaselineSettings:

@@ -36,7 +36,7 @@ from pyspark.sql import functions as F
 
 DATAPOINTS_DIR = "datapoints"
 COMMITS_DIR = "_commits"
-CHUNK_FILE = re.compile(r"^p\d{5,}-\d{20}-\d{20}(\.[0-9a-f]{6,32})?\.parquet$")
+CHUNK_FILE = re.compile(r"^p(\d{5,})-(\d{20})-(\d{20})(\.[0-9a-f]{6,32})?\.parquet$")
 """The lander's commit markers (``airflow_provider_kip714.telemetry.landing_zone``): a data file
 ``<chunk>.<token>.parquet`` is landed only when ``_commits/<chunk>.<token>.commit`` exists."""
 
@@ -90,6 +90,7 @@ def committed_datapoint_files(
     if not path_exists(spark, f"{input_root}/{COMMITS_DIR}"):
         return None
     committed = {name.removesuffix(".commit") for name in _names(spark, f"{input_root}/{COMMITS_DIR}")}
+    selection = _CHUNKS_FROM
     files = []
     hour = start.replace(minute=0, second=0, microsecond=0)
     while hour < end:
@@ -101,10 +102,39 @@ def committed_datapoint_files(
                 name.endswith(".parquet")
                 and not hidden
                 and (not chunk_file or name.removesuffix(".parquet") in committed)
+                and (not chunk_file or selection is None or _chunk_selected(name, selection))
             ):
                 files.append(f"{folder}/{name}")
         hour += timedelta(hours=1)
     return files
+
+
+_CHUNKS_FROM: Mapping[int, int] | None = None
+
+
+def _chunk_selected(name: str, chunks_from: Mapping[int, int]) -> bool:
+    """Whether a chunk file holds an offset at or after its partition's ``chunks_from`` entry."""
+    found = CHUNK_FILE.match(name)
+    if found is None:
+        return True
+    first_wanted = chunks_from.get(int(found.group(1)))
+    return first_wanted is not None and int(found.group(3)) >= first_wanted
+
+
+@contextmanager
+def chunk_selection(chunks_from: Mapping[int, int] | None) -> Iterator[None]:
+    """Within the block, read only the chunks holding offsets at or after ``chunks_from[partition]``.
+
+    Live mode analyses what is new: the chunks its recent cycles landed (``--chunks-from``), not every
+    file of the hour, so a cycle at minute 55 reads as much as one at minute 5. Partitions not named have
+    no chunk read; files not named like chunks (synthetic or copied data) are read as always.
+    """
+    global _CHUNKS_FROM
+    previous, _CHUNKS_FROM = _CHUNKS_FROM, chunks_from
+    try:
+        yield
+    finally:
+        _CHUNKS_FROM = previous
 
 
 def hour_partition_filter(start: datetime, end: datetime) -> Column:

@@ -28,6 +28,28 @@ def rollups_from_landing(
     return rollup_points(points, window, read_start).where(F.col("record_type") == "client")
 
 
+def history_table_rows(spark: SparkSession, analytics_root: str, history: Interval) -> DataFrame | None:
+    """Client rollup rows of ``history`` from ``analytics_root``'s rollups table alone; None without one.
+
+    Live mode learns each series' own baseline from the hourly DAG's table: rolling the history up from
+    the landing zone would read the whole hour again every minute."""
+    path = table_path(analytics_root, "rollups")
+    if history.end <= history.start or not path_exists(spark, path):
+        return None
+    return _client_rows(spark, path, history)
+
+
+def _client_rows(spark: SparkSession, path: str, window: Interval) -> DataFrame:
+    """The client rows of a rollups table whose bucket starts in ``window`` (hour folders pruned)."""
+    return (
+        spark.read.schema(ROLLUP_SCHEMA)
+        .parquet(path)
+        .where(hour_partition_filter(window.start, window.end))
+        .where((F.col("bucket_start") >= F.lit(window.start)) & (F.col("bucket_start") < F.lit(window.end)))
+        .where(F.col("record_type") == "client")
+    )
+
+
 def load_rollups(
     spark: SparkSession,
     source: str,
@@ -47,13 +69,7 @@ def load_rollups(
             "holds no rollups/ yet: run rollups.py first or pass --rollups-source landing",
             path,
         )
-    frame = (
-        spark.read.schema(ROLLUP_SCHEMA)
-        .parquet(path)
-        .where(hour_partition_filter(window.start, window.end))
-        .where((F.col("bucket_start") >= F.lit(window.start)) & (F.col("bucket_start") < F.lit(window.end)))
-    )
-    return frame.where(F.col("record_type") == "client")
+    return _client_rows(spark, path, window)
 
 
 def load_history(

@@ -26,12 +26,13 @@ def _argv(landing: Path, output: Path, *extra: str) -> list[str]:
 
 def test_flags_go_to_the_steps_that_know_them(tmp_path: Path) -> None:
     argv = _argv(tmp_path, tmp_path, "--rules", str(RULES), "--history", "1h", "--throttle-ratio", "0.3")
-    planned, common, remote, concurrency = pipeline.plan(argv)
-    steps = dict(planned)
+    planned = pipeline.plan(argv)
+    steps = dict(planned.steps)
     assert list(steps) == ["rollups", "anomalies", "broker_metrics", "delivery", "capabilities"]
-    assert remote is None and concurrency == pipeline.DEFAULT_CONCURRENCY
+    assert planned.remote is None and planned.concurrency == pipeline.DEFAULT_CONCURRENCY
+    assert planned.chunks_from is None
     # anomalies read the rollups table: same chain, after it; the others are independent
-    assert [[name for name, _ in chain] for chain in pipeline.chains(planned)] == [
+    assert [[name for name, _ in chain] for chain in pipeline.chains(planned.steps)] == [
         ["rollups", "anomalies"],
         ["broker_metrics"],
         ["delivery"],
@@ -40,7 +41,7 @@ def test_flags_go_to_the_steps_that_know_them(tmp_path: Path) -> None:
     assert "--rules" in steps["anomalies"] and "--rules" not in steps["rollups"]
     assert "--throttle-ratio" in steps["broker_metrics"] and "--throttle-ratio" not in steps["anomalies"]
     assert all("--bucket" in flags and "10s" in flags for flags in steps.values())
-    assert common.interval.bucket_seconds == 10
+    assert planned.common.interval.bucket_seconds == 10
 
 
 def test_a_bad_flag_of_a_later_step_fails_before_any_step_runs(tmp_path: Path) -> None:
@@ -51,6 +52,10 @@ def test_a_bad_flag_of_a_later_step_fails_before_any_step_runs(tmp_path: Path) -
     for bad in ("0", "9", "two"):
         with pytest.raises(SparkAppInputError, match="--concurrency"):
             pipeline.plan(_argv(FIXTURE, tmp_path / "out", "--concurrency", bad))
+    for bad_json in ('{"0": -1}', '["0"]', '{"p0": 3}', "{", '{"0": true}'):
+        with pytest.raises(SparkAppInputError, match="--chunks-from"):
+            pipeline.plan(_argv(FIXTURE, tmp_path / "out", "--chunks-from", bad_json))
+    assert pipeline.plan(_argv(FIXTURE, tmp_path / "out", "--chunks-from", '{"3": 7}')).chunks_from == {3: 7}
     assert not (tmp_path / "out").exists()
 
 

@@ -30,6 +30,7 @@ LAYERS: dict[str, int] = {
     "findings": 1,
     "hooks": 2,
     "troubleshooting": 3,
+    "live": 3,
     "triggers": 3,
     "sensors": 4,
     "operators": 4,

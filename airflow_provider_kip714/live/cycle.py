@@ -1,0 +1,110 @@
+"""One live cycle: land what is new, analyse the trailing minutes, turn the tables into findings.
+
+    begin_cycle -> land (the scheduled landing zone, exactly once) -> the Spark pipeline over
+    [now - lookback, now) reading only the recent chunks -> detect (transitions into the outbox)
+    -> announce (``findings.announce``)
+
+**Where things are.** Live mode lands into the scheduled landing zone (``<root>/landing``), the one
+``kip714_rollups`` lands into: the zone's lease lets one of them land at a time and its offsets make
+every record land once, whichever ran. Its tables go to ``<root>/live/analytics`` (the trailing window
+of the last cycle, replaced each cycle), never to the hourly tables, so a closed hour's tables are the
+same whether or not live mode ran. Its state (status, findings, cursor) is ``<root>/live/*.json``.
+
+**Work in proportion to what is new.** Each cycle records the next offset per partition before it
+lands (``CycleStart``). A cycle analysing ``[start, now)`` reads only the chunks at or after the
+offsets of the first cycle that began at or after ``start - CLOCK_SLACK``: a record accepted later
+lands there or later. So a cycle at minute 55 of an hour reads what one at minute 5 reads.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Final
+
+from airflow_provider_kip714.analytics.tables import read_table
+from airflow_provider_kip714.contract.client_text import printable
+from airflow_provider_kip714.findings.detect import current_findings, pushing_instances, transitions
+from airflow_provider_kip714.findings.model import Finding
+from airflow_provider_kip714.findings.store import CycleStart, LiveStatus, LiveStore
+from airflow_provider_kip714.live.settings import LiveSettings
+from airflow_provider_kip714.storage.data_root import RunArea, StoragePath, data_root
+from airflow_provider_kip714.telemetry.landing_zone import LandingZone
+
+log = logging.getLogger(__name__)
+
+CLOCK_SLACK: Final = timedelta(minutes=1)
+"""Clients' clocks and the broker's may differ: chunks are taken from a little before the window."""
+KEPT_CYCLES: Final = timedelta(hours=2)
+FINDING_TABLES: Final = ("anomalies", "delivery", "broker_client_metrics", "broker_metrics")
+
+
+def live_area(root: StoragePath | None = None) -> RunArea:
+    """``<root>/live``: live mode's analytics (``analytics/``) beside its state documents."""
+    return RunArea((root or data_root()) / "live")
+
+
+@dataclass(frozen=True)
+class CyclePlan:
+    """What one cycle's analysis reads and writes."""
+
+    start: datetime
+    end: datetime
+    chunks_from: dict[int, int] | None
+    """None: no earlier cycle recorded where to start, so every committed chunk of the hours is read."""
+
+    def chunks_flag(self) -> str | None:
+        if self.chunks_from is None:
+            return None
+        return json.dumps({str(p): offset for p, offset in sorted(self.chunks_from.items())})
+
+
+def begin_cycle(
+    store: LiveStore, landing_zone: StoragePath, topic: str, now: datetime, settings: LiveSettings
+) -> CyclePlan:
+    """Record where this cycle's landing starts, and plan the analysis of ``[now - lookback, now)``."""
+    committed = LandingZone(landing_zone, topic).committed()
+    next_offsets: dict[int, int] = {}
+    for chunk, _ in committed:
+        next_offsets[chunk.partition] = max(next_offsets.get(chunk.partition, 0), chunk.last_offset + 1)
+    cycles = [cycle for cycle in store.cycle_starts() if cycle.at >= now - KEPT_CYCLES]
+    cycles.append(CycleStart(now, next_offsets))
+    store.write_cycle_starts(cycles)
+    start = now - settings.lookback
+    return CyclePlan(start, now, chunks_from(cycles, start - CLOCK_SLACK))
+
+
+def chunks_from(cycles: list[CycleStart], since: datetime) -> dict[int, int] | None:
+    """The offsets of the first cycle that began at or after ``since``; None when none began before it.
+
+    A partition the cycle did not know yet (no committed chunk then) starts at offset 0."""
+    ordered = sorted(cycles, key=lambda cycle: cycle.at)
+    if not ordered or ordered[0].at > since:
+        return None  # live mode is younger than the window: read every committed chunk of the hours
+    first = next(cycle for cycle in ordered if cycle.at >= since)
+    partitions = set().union(*(cycle.next_offsets for cycle in ordered))
+    return {partition: first.next_offsets.get(partition, 0) for partition in sorted(partitions)}
+
+
+def detect(
+    store: LiveStore, area: RunArea, plan_end: datetime, now: datetime, run_id: str | None
+) -> list[Finding]:
+    """Queue the transitions the live tables show into the outbox; record the data's age. Returns them."""
+    tables = {table: read_table(area, table) for table in FINDING_TABLES}
+    ledger = store.ledger()
+    changed = transitions(ledger, current_findings(tables), pushing_instances(tables), now)
+    for finding in changed:
+        ledger.queue(finding, now)
+    store.write_ledger(ledger)
+    store.write_status(LiveStatus(updated_at=now, data_through=plan_end, run_id=run_id))
+    for finding in changed:
+        log.info(
+            "finding %s %s: %s, %s",
+            finding.transition.value,
+            finding.finding_id,
+            printable(finding.subject, 200),
+            printable(finding.summary, 400),
+        )
+    return changed

@@ -1,0 +1,68 @@
+"""Live mode's knobs, from the environment of the DAG processor and workers, checked once.
+
+| variable | default | what |
+|---|---|---|
+| ``KIP714_LIVE_LOOKBACK`` | ``3m`` | the trailing window each cycle analyses |
+| ``KIP714_LIVE_BUCKET`` | ``10s`` | rollup bucket of the live tables (must divide an hour) |
+| ``KIP714_LIVE_BASELINE_FOR`` | ``30s`` | how long a baseline breach must last to be an anomaly |
+| ``KIP714_LIVE_HISTORY`` | ``1h`` | own-baseline history, read from the hourly rollups table |
+| ``KIP714_UI_BASE_URL`` | unset | the API server's URL, for the link a finding carries |
+
+The lookback bounds a cycle's work: each cycle reads the landing chunks of the last lookback (plus one
+cycle of slack), never the whole hour, so its cost does not grow with the minute of the hour. It must
+cover a few push intervals of the clients (silent-client detection) and the breach duration.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Final
+
+from airflow_provider_kip714.exceptions import Kip714Error
+from airflow_provider_kip714.subscriptions.duration import parse_duration
+
+LOOKBACK_ENV: Final = "KIP714_LIVE_LOOKBACK"
+BUCKET_ENV: Final = "KIP714_LIVE_BUCKET"
+BASELINE_FOR_ENV: Final = "KIP714_LIVE_BASELINE_FOR"
+HISTORY_ENV: Final = "KIP714_LIVE_HISTORY"
+UI_BASE_URL_ENV: Final = "KIP714_UI_BASE_URL"
+_SECONDS_PER_HOUR: Final = 3600
+
+
+@dataclass(frozen=True)
+class LiveSettings:
+    lookback: timedelta = timedelta(minutes=3)
+    bucket: timedelta = timedelta(seconds=10)
+    baseline_for: timedelta = timedelta(seconds=30)
+    history: timedelta = timedelta(hours=1)
+    ui_base_url: str | None = None
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] = os.environ) -> LiveSettings:
+        """The settings, each variable checked: a bad one raises naming the variable and the rule."""
+        defaults = cls()
+
+        def duration(name: str, default: timedelta, maximum: timedelta) -> timedelta:
+            text = environ.get(name, "").strip()
+            return parse_duration(text, name, maximum) if text else default
+
+        settings = cls(
+            lookback=duration(LOOKBACK_ENV, defaults.lookback, timedelta(hours=1)),
+            bucket=duration(BUCKET_ENV, defaults.bucket, timedelta(hours=1)),
+            baseline_for=duration(BASELINE_FOR_ENV, defaults.baseline_for, timedelta(hours=1)),
+            history=duration(HISTORY_ENV, defaults.history, timedelta(days=7)),
+            ui_base_url=environ.get(UI_BASE_URL_ENV, "").strip().rstrip("/") or None,
+        )
+        bucket_seconds = settings.bucket.total_seconds()
+        if bucket_seconds != int(bucket_seconds) or _SECONDS_PER_HOUR % int(bucket_seconds):
+            raise Kip714Error(f"{BUCKET_ENV}: must divide one hour (e.g. 10s, 30s, 1m)")
+        if settings.lookback < 2 * settings.bucket:
+            raise Kip714Error(f"{LOOKBACK_ENV}: must be at least two buckets ({BUCKET_ENV})")
+        return settings
+
+    @property
+    def bucket_flag(self) -> str:
+        return f"{int(self.bucket.total_seconds())}s"

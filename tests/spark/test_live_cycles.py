@@ -1,0 +1,213 @@
+"""Live mode's cycles on real clients, a real broker and real Spark: what the ``kip714_live`` DAG runs.
+
+Three librdkafka consumers of one group (one slowing down) and a producer push every second. Cycles of
+``begin_cycle`` -> landing -> the pipeline over the trailing window (only the chunks landed since) ->
+``detect`` run while they do. The slow consumer's peer anomaly opens once, stays open without being
+announced again, and resolves once after the consumer is gone. Afterwards the same topic landed in one
+go into a second zone gives the same hourly tables, row for row, as the zone live mode landed piecewise.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pipeline
+import pyarrow.dataset as ds
+import pytest
+from confluent_kafka.admin import AdminClient, NewTopic
+from kip714_dev.demo.fleet import ClientFleet
+from kip714_dev.demo.fleet_client import ClientBehaviour, ClientSpec
+
+from airflow_provider_kip714.findings.model import FindingKind, Transition
+from airflow_provider_kip714.findings.store import LiveStore
+from airflow_provider_kip714.live.cycle import begin_cycle, detect, live_area
+from airflow_provider_kip714.live.settings import LiveSettings
+from airflow_provider_kip714.subscriptions.admin import ClientMetricsAdmin
+from airflow_provider_kip714.subscriptions.kafka_python_config import to_kafka_python_kwargs
+from airflow_provider_kip714.subscriptions.model import Subscription
+from airflow_provider_kip714.telemetry.landing import land_topic
+from spark_apps.package import DEFAULT_RULES
+
+pytestmark = [pytest.mark.spark, pytest.mark.integration, pytest.mark.slow]
+
+SETTINGS = LiveSettings(
+    lookback=timedelta(minutes=2), bucket=timedelta(seconds=10), baseline_for=timedelta(seconds=20)
+)
+CYCLES_WHILE_SLOW = 5
+CYCLES_AFTER = 3
+
+
+def _iso(moment: datetime) -> str:
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _cycle(spark, config, topic: str, root: Path, store: LiveStore, number: int) -> dict:  # type: ignore[no-untyped-def]
+    now = datetime.now(UTC)
+    plan = begin_cycle(store, root / "landing", topic, now, SETTINGS)
+    land_topic(config, topic, root / "landing", fsync=False)
+    pipeline.run(
+        [
+            *("--input", str(root / "landing"), "--output", str(live_area(root).analytics)),
+            *("--start", plan.start.isoformat(), "--end", plan.end.isoformat(), "--bucket", "10s"),
+            *("--rules", str(DEFAULT_RULES)),
+            *("--history", "1h", "--history-root", str(root / "analytics"), "--baseline-for", "20s"),
+            *("--chunks-from", plan.chunks_flag() or ""),
+        ],
+        spark,
+    )
+    changed = detect(store, live_area(root), plan.end, datetime.now(UTC), f"cycle-{number}")
+    return {"plan": plan, "changed": changed}
+
+
+@pytest.fixture(scope="module")
+def live_run(kafka_cluster, spark, tmp_path_factory):  # type: ignore[no-untyped-def]
+    if not kafka_cluster.plugin_loaded:
+        pytest.skip("broker plugin jar not built: run `make plugin`")
+    root = tmp_path_factory.mktemp("live")
+    prefix = f"live-{uuid.uuid4().hex[:6]}"
+    config = kafka_cluster.client_config()
+    traffic = f"{prefix}-orders"
+    AdminClient(config).create_topics([NewTopic(traffic, 3, 1)])[traffic].result(30)
+    admin = ClientMetricsAdmin(to_kafka_python_kwargs(config))
+    subscription = f"kip714-test-{prefix}"
+    admin.upsert(
+        Subscription.from_spec(
+            subscription,
+            metrics="org.apache.kafka.consumer.",
+            interval_ms=1000,
+            match=f"client_id={prefix}-.*",
+        )
+    )
+    group = f"{prefix}-audit"
+    steady = [
+        ClientSpec(f"{prefix}-consumer-{n}", ClientBehaviour.STEADY_CONSUMER, traffic, group) for n in (1, 2)
+    ]
+    slow = ClientSpec(f"{prefix}-consumer-slow", ClientBehaviour.SLOW_CONSUMER, traffic, group)
+    producer = ClientSpec(f"{prefix}-producer", ClientBehaviour.STEADY_PRODUCER, traffic, messages_per_s=30)
+    store = LiveStore(root)
+    cycles = []
+    fleet = ClientFleet(kafka_cluster.bootstrap_servers, [*steady, producer], root / "logs", 600)
+    slow_fleet = ClientFleet(kafka_cluster.bootstrap_servers, [slow], root / "logs", 600)
+    started = datetime.now(UTC)
+    try:
+        with fleet:
+            with slow_fleet:
+                time.sleep(30)  # the group settles, every consumer pushes
+                for number in range(CYCLES_WHILE_SLOW):
+                    cycles.append(_cycle(spark, config, kafka_cluster.telemetry_topic, root, store, number))
+            slow_stopped = datetime.now(UTC)
+            for number in range(CYCLES_WHILE_SLOW, CYCLES_WHILE_SLOW + CYCLES_AFTER):
+                time.sleep(20)  # the slow consumer's last buckets leave the trailing window
+                cycles.append(_cycle(spark, config, kafka_cluster.telemetry_topic, root, store, number))
+    finally:
+        admin.delete(subscription)
+        admin.close()
+    ended = datetime.now(UTC)
+    return {
+        "root": root,
+        "prefix": prefix,
+        "cycles": cycles,
+        "store": store,
+        "started": started,
+        "slow_stopped": slow_stopped,
+        "ended": ended,
+        "config": config,
+        "topic": kafka_cluster.telemetry_topic,
+    }
+
+
+def _mine(live_run: dict, kind: FindingKind) -> list:  # type: ignore[type-arg]
+    return [
+        (number, finding)
+        for number, cycle in enumerate(live_run["cycles"])
+        for finding in cycle["changed"]
+        if finding.kind is kind and (finding.client.client_id or "").startswith(live_run["prefix"])
+    ]
+
+
+def test_the_slow_consumer_opens_one_finding_and_resolves_it_once(live_run) -> None:  # type: ignore[no-untyped-def]
+    anomalies = _mine(live_run, FindingKind.ANOMALY)
+    opened = [(n, f) for n, f in anomalies if f.transition is Transition.OPENED]
+    resolved = [(n, f) for n, f in anomalies if f.transition is Transition.RESOLVED]
+    assert opened, f"no anomaly found for {live_run['prefix']}: {[c['changed'] for c in live_run['cycles']]}"
+    assert {f.client.client_id for _, f in opened} == {f"{live_run['prefix']}-consumer-slow"}
+    # one episode per series: never opened twice while it lasts
+    assert len({f.episode_key for _, f in opened}) == len(opened)
+    assert all(f.against in ("peers", "own", "threshold") for _, f in opened)
+    assert opened[0][0] < CYCLES_WHILE_SLOW
+    # every opened episode of the slow consumer ends once, after it stopped
+    assert sorted(f.finding_id for _, f in resolved) == sorted(f.finding_id for _, f in opened)
+    assert all(n >= CYCLES_WHILE_SLOW for n, _ in resolved)
+    assert all(f.ended is not None and f.ended >= live_run["slow_stopped"] for _, f in resolved)
+    open_now = [
+        f
+        for f in live_run["store"].open_findings()
+        if f.client.client_id == f"{live_run['prefix']}-consumer-slow"
+    ]
+    assert open_now == []
+
+
+def test_cycles_read_only_the_chunks_landed_since_their_window(live_run) -> None:  # type: ignore[no-untyped-def]
+    plans = [cycle["plan"] for cycle in live_run["cycles"]]
+    later = [plan for plan in plans if plan.chunks_from is not None]
+    assert later, "no cycle selected chunks: the lookback never fell inside live mode's life"
+    raw = ds.dataset(live_run["root"] / "landing" / "raw", format="parquet").to_table(
+        columns=["partition", "offset"]
+    )
+    first_offsets = {}
+    for row in raw.to_pylist():
+        first_offsets[row["partition"]] = min(
+            first_offsets.get(row["partition"], row["offset"]), row["offset"]
+        )
+    last = later[-1].chunks_from
+    # the last cycle skipped what was landed before its window: some partition starts past its first offset
+    assert any(last.get(partition, 0) > first for partition, first in first_offsets.items())
+
+
+def test_a_closed_interval_is_the_same_whether_or_not_live_mode_landed_it(live_run, spark, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    live_root = live_run["root"]
+    land_topic(live_run["config"], live_run["topic"], live_root / "landing", fsync=False)  # the hourly run
+    land_topic(live_run["config"], live_run["topic"], tmp_path / "landing", fsync=False)  # never live
+    start, end = (
+        live_run["started"].replace(second=0, microsecond=0),
+        live_run["ended"] - timedelta(seconds=5),
+    )
+    outputs = {}
+    for name, landing in (("live", live_root / "landing"), ("fresh", tmp_path / "landing")):
+        output = tmp_path / f"analytics-{name}"
+        pipeline.run(
+            [
+                *("--input", str(landing), "--output", str(output), "--start", _iso(start)),
+                *("--end", _iso(end), "--bucket", "1m", "--steps", "rollups,delivery,broker_metrics"),
+            ],
+            spark,
+        )
+        outputs[name] = output
+    for table in ("rollups", "delivery", "broker_metrics"):
+        frames = [
+            _comparable(spark.read.parquet(str(outputs[name] / table)).drop("date", "hour"))
+            for name in ("live", "fresh")
+        ]
+        assert frames[0].count() > 0, table
+        assert frames[0].exceptAll(frames[1]).count() == 0, table
+        assert frames[1].exceptAll(frames[0]).count() == 0, table
+    # and each record landed once in the zone live mode and the hourly run shared
+    raw = ds.dataset(live_root / "landing" / "raw", format="parquet").to_table(
+        columns=["partition", "offset"]
+    )
+    keys = list(zip(raw["partition"].to_pylist(), raw["offset"].to_pylist(), strict=True))
+    assert len(keys) == len(set(keys))
+
+
+def _comparable(frame):  # type: ignore[no-untyped-def]
+    """Set operations refuse map columns: each becomes its sorted entries as JSON."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import MapType
+
+    for field in frame.schema.fields:
+        if isinstance(field.dataType, MapType):
+            frame = frame.withColumn(field.name, F.to_json(F.array_sort(F.map_entries(F.col(field.name)))))
+    return frame
