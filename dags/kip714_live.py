@@ -41,6 +41,7 @@ LIVE = live_area()
 SETTINGS = LiveSettings.from_env()
 PLAN = "ti.xcom_pull(task_ids='land_new')"
 LANDING_TIMEOUT_S = 45
+LEASE_WAIT_S = 300
 
 with DAG(
     dag_id="kip714_live",
@@ -66,7 +67,8 @@ with DAG(
 
         hook = TelemetryTopicHook(kafka_config_id=scheduled_kafka_conn_id())
         plan = begin_cycle(LiveStore(), SCHEDULED.landing, hook.topic, datetime.now(UTC), SETTINGS)
-        result = hook.land(str(SCHEDULED.landing), timeout_s=LANDING_TIMEOUT_S)
+        # the hourly DAG lands into the same zone: wait for its run rather than fail
+        result = hook.land(str(SCHEDULED.landing), timeout_s=LANDING_TIMEOUT_S, lease_wait_s=LEASE_WAIT_S)
         print(
             f"Landed {result.records} records ({result.points} points, {result.quarantined} quarantined); "
             f"analysing [{plan.start.isoformat()}, {plan.end.isoformat()}) "

@@ -23,6 +23,7 @@ from airflow_provider_kip714.storage.data_root import scheduled_area
 from spark_apps.package import DEFAULT_RULES
 
 ZONE = scheduled_area()
+LEASE_WAIT_S = 300
 INTERVAL = {
     "input_root": str(ZONE.landing),
     "output_root": str(ZONE.analytics),
@@ -48,6 +49,7 @@ with DAG(
         out_dir=ZONE.landing,
         kafka_config_id=scheduled_kafka_conn_id(),
         timeout_s=45 * 60,
+        lease_wait_s=LEASE_WAIT_S,  # kip714_live lands into the same zone: take turns
         execution_timeout=timedelta(minutes=50),
     )
     # rollups, thresholds and anomalies, broker health, delivery, capabilities (the guardrail reads them):

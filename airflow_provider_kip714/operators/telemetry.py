@@ -41,6 +41,7 @@ class LandClientTelemetryOperator(BaseOperator):
     :param accept_new_topic_id: the topic was deleted and recreated: keep the landed generation under
         ``_generations/`` and land the new topic from its start (otherwise the run fails, naming both
         topic ids).
+    :param lease_wait_s: wait this long for another landing run on the zone (live mode's) to end.
     """
 
     template_fields: Sequence[str] = ("kafka_config_id", "topic")
@@ -60,6 +61,7 @@ class LandClientTelemetryOperator(BaseOperator):
         workers: int | None = None,
         fsync: bool = True,
         accept_new_topic_id: bool = False,
+        lease_wait_s: float = 0.0,
         **kwargs: Any,
     ) -> None:
         reader.check_duration("timeout_s", timeout_s)
@@ -78,6 +80,7 @@ class LandClientTelemetryOperator(BaseOperator):
         self.workers = workers
         self.fsync = fsync
         self.accept_new_topic_id = accept_new_topic_id
+        self.lease_wait_s = lease_wait_s
 
     def execute(self, context: Any) -> dict[str, Any]:
         from airflow_provider_kip714.hooks.telemetry_topic import TelemetryTopicHook
@@ -94,6 +97,7 @@ class LandClientTelemetryOperator(BaseOperator):
             workers=self.workers,
             fsync=self.fsync,
             accept_new_topic_id=self.accept_new_topic_id,
+            lease_wait_s=self.lease_wait_s,
         )
         summary = result.as_dict()
         outlet_events = context.get("outlet_events") if hasattr(context, "get") else None

@@ -146,6 +146,9 @@ def _check_options(lander: TopicLander) -> None:
         raise LandingError("until: cannot be combined with follow (until already says when to stop)")
     if lander.follow and lander.max_records is None and lander.timeout_s is None:
         raise LandingError("follow: needs max_records or timeout_s, or the run never ends")
+    reader.check_duration(
+        "lease_wait_s", lander.lease_wait_s, allow_none=False, allow_zero=True, maximum=3600
+    )
     reader_choice()  # a bad KIP714_LANDING_READER is refused before anything connects
     writer_choice()  # and a bad KIP714_DATAPOINTS_WRITER
 
@@ -159,7 +162,8 @@ class TopicLander:
     in the future the run follows, and ``UNTIL_SETTLE_S`` after it, a partition without such a record
     ends at its end offset then): a late run still lands the whole window. Partitions with landed chunks
     always resume after their last landed offset. ``accept_new_topic_id`` lets a run land a topic that
-    was deleted and recreated (see ``topic_generation``).
+    was deleted and recreated (see ``topic_generation``). ``lease_wait_s`` waits that long for another
+    run's lease on the zone to end instead of failing at once (live mode and the hourly DAG share one).
     """
 
     def __init__(
@@ -181,6 +185,7 @@ class TopicLander:
         since: datetime | None = None,
         until: datetime | None = None,
         accept_new_topic_id: bool = False,
+        lease_wait_s: float = 0.0,
     ) -> None:
         self.base_config = dict(consumer_config)
         self.topic = topic
@@ -196,6 +201,7 @@ class TopicLander:
         self.since = since
         self.until = until
         self.accept_new_topic_id = accept_new_topic_id
+        self.lease_wait_s = lease_wait_s
         _check_options(self)
         self.workers = min(2, os.cpu_count() or 1) if workers is None else workers
         self.fsync = fsync
@@ -211,7 +217,7 @@ class TopicLander:
         # touched. Its partitions spare the consumer a metadata request before its first (measured:
         # ~55 ms of a run's set-up on a local broker).
         identity = reader.describe_topic(self.base_config, self.topic, self.metadata_timeout_s)
-        with self.zone.lock():
+        with self.zone.lock().waiting(self.lease_wait_s):
             self.zone.prepare()
             next_offsets = self.zone.recover()
             chunk_reader = open_reader(self.consumer_config, self.topic, self.policy, self.chunk_records)

@@ -40,6 +40,7 @@ log = logging.getLogger(__name__)
 
 DEFAULT_TTL_S: Final = 60.0
 ACQUIRE_ATTEMPTS: Final = 6
+LEASE_POLL_S: Final = 1.0
 
 
 def fresh(fs: Any) -> Any:
@@ -94,6 +95,7 @@ class ZoneLease:
         self._lost: str | None = None
         self._stop = threading.Event()
         self._renewer: threading.Thread | None = None
+        self.wait_s = 0.0
 
     # ---- public --------------------------------------------------------------------------------
 
@@ -104,9 +106,19 @@ class ZoneLease:
     def __exit__(self, *exc: object) -> None:
         self.release()
 
+    def waiting(self, seconds: float) -> ZoneLease:
+        """Wait up to ``seconds`` for another run's live claim to end before failing (default: fail at
+        once). Live mode and the hourly DAG land into one zone: each waits for the other's short run."""
+        self.wait_s = max(0.0, float(seconds))
+        return self
+
     def acquire(self) -> None:
+        deadline = time.monotonic() + self.wait_s
         for attempt in range(ACQUIRE_ATTEMPTS):
             others = self._live_claims()
+            while others and time.monotonic() < deadline:
+                time.sleep(min(LEASE_POLL_S, max(0.0, deadline - time.monotonic())))
+                others = self._live_claims()
             if others:
                 raise LandingError(f"out_dir: another landing run holds {self.label}: {others[0].describe()}")
             name = f"{time.time_ns():020d}-{self.owner}.json"

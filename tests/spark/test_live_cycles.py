@@ -36,7 +36,7 @@ pytestmark = [pytest.mark.spark, pytest.mark.integration, pytest.mark.slow]
 SETTINGS = LiveSettings(
     lookback=timedelta(minutes=2), bucket=timedelta(seconds=10), baseline_for=timedelta(seconds=20)
 )
-CYCLES_WHILE_SLOW = 5
+CYCLES_WHILE_SLOW = 4
 CYCLES_AFTER = 3
 
 
@@ -70,7 +70,8 @@ def live_run(kafka_cluster, spark, tmp_path_factory):  # type: ignore[no-untyped
     prefix = f"live-{uuid.uuid4().hex[:6]}"
     config = kafka_cluster.client_config()
     traffic = f"{prefix}-orders"
-    AdminClient(config).create_topics([NewTopic(traffic, 3, 1)])[traffic].result(30)
+    topics = AdminClient(config)  # kept alive until the topic exists: a destroyed client fails its futures
+    topics.create_topics([NewTopic(traffic, 3, 1)])[traffic].result(30)
     admin = ClientMetricsAdmin(to_kafka_python_kwargs(config))
     subscription = f"kip714-test-{prefix}"
     admin.upsert(

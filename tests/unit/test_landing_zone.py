@@ -138,6 +138,33 @@ def test_zone_belongs_to_one_topic_and_one_writer(tmp_path: Path) -> None:
         pass
 
 
+def test_a_waiting_run_takes_the_lease_when_the_other_run_ends(tmp_path: Path) -> None:
+    """Live mode and the hourly DAG land into one zone: the second waits for the first, then lands."""
+    import threading
+    import time
+
+    LandingZone(tmp_path, TOPIC).prepare()
+    first = LandingZone(tmp_path, TOPIC).lock()
+    first.acquire()
+    released_at: list[float] = []
+
+    def release_soon() -> None:
+        time.sleep(1.5)
+        released_at.append(time.monotonic())
+        first.release()
+
+    threading.Thread(target=release_soon).start()
+    with LandingZone(tmp_path, TOPIC).lock().waiting(30):
+        taken_at = time.monotonic()
+    assert released_at and taken_at >= released_at[0]
+    with zone_held(tmp_path), pytest.raises(LandingError, match="another landing run"):
+        LandingZone(tmp_path, TOPIC).lock().waiting(0.5).acquire()
+
+
+def zone_held(path: Path):  # type: ignore[no-untyped-def]
+    return LandingZone(path, TOPIC).lock()
+
+
 def test_commit_without_the_lease_is_refused(tmp_path: Path) -> None:
     zone = LandingZone(tmp_path, TOPIC, fsync=False)
     zone.prepare()
