@@ -30,6 +30,7 @@ __all__ = [
     "MatchInput",
     "MatchSelector",
     "compile_pattern",
+    "header_identity",
     "match_map",
     "matcher",
     "parse_match",
@@ -154,12 +155,26 @@ def compile_pattern(pattern: str) -> Any:
     return compile_linear(pattern)
 
 
+def _linear_pattern(selector: str, pattern: str) -> Any:
+    """``compile_pattern``, refused in one line naming the selector (still a ``ValueError``)."""
+    try:
+        return compile_pattern(pattern)
+    except ValueError as err:
+        raise SubscriptionValidationError(
+            "match",
+            f"{selector} regex {pattern!r} uses a construct the linear-time matcher does not support "
+            f"(backreference, lookaround, possessive quantifier): {err}",
+        ) from None
+
+
 def matcher(match: Mapping[str, str]) -> Callable[[Mapping[str, object]], bool]:
     """A predicate over ``{selector: value}`` identities: every regex fully matches its value.
 
-    A missing or null value is matched as the empty string, as the broker does for unset labels.
+    The one home of client matching (the report's tables; the arrival trigger's headers through
+    ``header_identity``). A missing or null value is matched as the empty string, as the broker does
+    for unset labels. A regex RE2 refuses raises ``SubscriptionValidationError`` (a ``ValueError``).
     """
-    compiled = [(selector, compile_pattern(pattern)) for selector, pattern in match.items()]
+    compiled = [(selector, _linear_pattern(selector, pattern)) for selector, pattern in match.items()]
 
     def matches(identity: Mapping[str, object]) -> bool:
         for selector, pattern in compiled:
@@ -169,3 +184,8 @@ def matcher(match: Mapping[str, str]) -> Callable[[Mapping[str, object]], bool]:
         return True
 
     return matches
+
+
+def header_identity(headers: Mapping[str, str | None]) -> dict[str, str | None]:
+    """A record's ``kip714.*`` headers (as text) as ``{selector: value}``, what ``matcher`` reads."""
+    return {selector: headers.get(header) for selector, header in SELECTOR_HEADERS.items()}

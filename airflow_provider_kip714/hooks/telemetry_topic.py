@@ -17,7 +17,7 @@ from typing import Any
 from confluent_kafka import Consumer
 
 from airflow_provider_kip714.contract.topic import DEFAULT_TELEMETRY_TOPIC
-from airflow_provider_kip714.decoding.decoder import TopicRecord, ValueFormat, decode_batch
+from airflow_provider_kip714.decoding.decoder import TopicRecord, ValueFormat, decode_one
 from airflow_provider_kip714.hooks.base import DEFAULT_CONN_ID, Kip714KafkaBaseHook
 from airflow_provider_kip714.telemetry import reader
 from airflow_provider_kip714.telemetry.landing import LandingResult, land_topic
@@ -115,11 +115,10 @@ class TelemetryTopicHook(Kip714KafkaBaseHook):
                     continue
                 policy.progress()
                 partition = message.partition()
-                end = ranges[partition][1]
-                if stop_at_end and message.offset() >= end - 1:
-                    pending.discard(partition)
-                    if message.offset() >= end:
-                        continue
+                if stop_at_end and reader.past_end(
+                    message.offset(), ranges[partition][1], partition, pending
+                ):
+                    continue
                 record = TopicRecord(
                     self.topic,
                     partition,
@@ -138,10 +137,8 @@ class TelemetryTopicHook(Kip714KafkaBaseHook):
             consumer.close()
 
     def _decode(self, record: TopicRecord) -> DecodedRecord:
-        batch = decode_batch([record], self.value_format)
-        if batch.failures:
-            return DecodedRecord(record, [], batch.failures[0][1])
-        return DecodedRecord(record, batch.datapoints.to_pylist(), None)
+        rows, error = decode_one(record, self.value_format)
+        return DecodedRecord(record, rows, error)
 
     # ---- landing -------------------------------------------------------------------------------
 

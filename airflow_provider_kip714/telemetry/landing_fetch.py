@@ -119,10 +119,8 @@ class PythonReader:
             partition = message.partition()
             offset = message.offset()
             end_offset = progress[partition].end_offset
-            if end_offset is not None and offset >= end_offset - 1:
-                pending.discard(partition)
-                if offset >= end_offset:
-                    continue
+            if reader.past_end(offset, end_offset, partition, pending):
+                continue
             timestamp_ms = message.timestamp()[1]
             if until_ms is not None and end_offset is None and timestamp_ms >= until_ms:
                 progress[partition].end_offset = offset  # the first record at or after `until`
