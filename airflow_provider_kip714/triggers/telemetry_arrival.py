@@ -37,6 +37,7 @@ from airflow_provider_kip714.contract.selectors import (
 )
 from airflow_provider_kip714.contract.topic import DEFAULT_TELEMETRY_TOPIC, Header, RecordType
 from airflow_provider_kip714.decoding.decoder import headers_to_dict
+from airflow_provider_kip714.hooks.base import DEFAULT_CONN_ID
 from airflow_provider_kip714.telemetry import reader
 
 STATUS_ARRIVED = "arrived"
@@ -136,7 +137,7 @@ class ClientTelemetryArrivalTrigger(BaseTrigger):
         match: Sequence[str],
         since_ms: int,
         deadline_ms: int,
-        kafka_config_id: str = "kafka_default",
+        kafka_config_id: str = DEFAULT_CONN_ID,
         topic: str = DEFAULT_TELEMETRY_TOPIC,
         min_clients: int = 1,
         poll_interval: float = 1.0,

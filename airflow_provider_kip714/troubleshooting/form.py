@@ -17,6 +17,7 @@ from typing import Any, Final
 from airflow.sdk import Param
 
 from airflow_provider_kip714.contract.selectors import SELECTORS
+from airflow_provider_kip714.hooks.base import DEFAULT_CONN_ID
 from airflow_provider_kip714.subscriptions.limits import MAX_WINDOW
 from airflow_provider_kip714.subscriptions.model import MAX_INTERVAL_MS, MIN_INTERVAL_MS
 from spark_apps.kip714_common.metric_names import KAFKA_PREFIX
@@ -67,7 +68,7 @@ def troubleshoot_params() -> dict[str, Param]:
     }
     return {
         "kafka_config_id": Param(
-            "kafka_default",
+            DEFAULT_CONN_ID,
             type="string",
             minLength=1,
             title="Kafka connection",
