@@ -25,7 +25,6 @@ from spark_apps.kip714_common.selectors import RULE_SELECTORS, SELECTORS, regex_
 __all__ = [
     "RULE_SELECTORS",
     "SELECTORS",
-    "SELECTOR_COLUMNS",
     "SELECTOR_HEADERS",
     "MatchInput",
     "MatchSelector",
@@ -48,9 +47,6 @@ SELECTOR_HEADERS: Final[Mapping[str, Header]] = {
     "principal": Header.PRINCIPAL,
 }
 """Selector (or rule selector) -> the ``kip714.*`` header the broker plugin writes its value into."""
-
-SELECTOR_COLUMNS: Final[Mapping[str, str]] = {name: name for name in (*SELECTORS, *RULE_SELECTORS)}
-"""Selector -> landing/rollup column: the same name (``client_source_port`` is only in datapoints/)."""
 
 _UUID_HEX = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
 

@@ -191,7 +191,6 @@ class TopicLander:
         self.accept_new_topic_id = accept_new_topic_id
         _check_options(self)
         self.workers = min(2, os.cpu_count() or 1) if workers is None else workers
-        self.fsync = fsync
         self.zone = LandingZone(out_dir, topic, fsync=fsync)
         self.policy = reader.ErrorPolicy(topic, outage_limit_s=metadata_timeout_s)
         self.consumer_config = reader.reader_config(self.base_config, self.policy, **LANDING_TUNING)
