@@ -26,9 +26,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "unit"))
 
 from otlp_payloads import client_headers, producer_like_payload
 
-from airflow_provider_kip714.decoding import native as otlp_native
 from airflow_provider_kip714.decoding.decoder import TopicRecord, decode_batch
-from airflow_provider_kip714.telemetry.landing import PartitionBatch
+from airflow_provider_kip714.native_switches import DECODER_ENV
+from airflow_provider_kip714.telemetry.landing_chunk import PartitionBatch
+from airflow_provider_kip714.telemetry.landing_stage import record_columns
 
 
 def baseline_loop(values: list[bytes]) -> int:
@@ -73,7 +74,7 @@ def _decode_chunk(records: list[TopicRecord]) -> int:
 
 def _decode_partition_batch(batch: PartitionBatch) -> int:
     """As landing's staging threads decode: the batch's columns, strings left dictionary-encoded."""
-    return decode_batch(batch.columns(), dictionary_strings=True).datapoints.num_rows
+    return decode_batch(record_columns(batch), dictionary_strings=True).datapoints.num_rows
 
 
 def partition_batch(records: list[TopicRecord]) -> PartitionBatch:
@@ -116,9 +117,9 @@ def main() -> None:
         parallel_s, parallel_points = best_of(
             args.runs, lambda: sum(pool.map(_decode_partition_batch, compact))
         )
-    os.environ[otlp_native.DECODER_ENV] = "python"
+    os.environ[DECODER_ENV] = "python"
     reference_s, _ = best_of(args.runs, lambda: sum(_decode_chunk(b) for b in batches), clock=cpu)
-    del os.environ[otlp_native.DECODER_ENV]
+    del os.environ[DECODER_ENV]
 
     baseline_rate = baseline_points / baseline_s
     product_rate = product_points / product_s

@@ -36,8 +36,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "unit"))
 
 from otlp_payloads import client_headers, producer_like_payload
 
+from airflow_provider_kip714.native_switches import READER_ENV
 from airflow_provider_kip714.telemetry.landing import land_topic
-from airflow_provider_kip714.telemetry.landing_fetch import CONSUME_BATCH, NATIVE_CONSUME_BATCH, READER_ENV
+from airflow_provider_kip714.telemetry.landing_fetch import CONSUME_BATCH, NATIVE_CONSUME_BATCH
 
 
 @contextlib.contextmanager

@@ -86,8 +86,8 @@ def _atheris_child() -> None:
     import atheris
 
     with atheris.instrument_imports():
-        from airflow_provider_kip714.decoding import native
         from airflow_provider_kip714.decoding.decoder import TopicRecord, decode_batch
+        from airflow_provider_kip714.native_switches import DECODER_ENV
 
     sys.path.insert(0, str(ROOT / "tests" / "unit"))
     from otlp_payloads import client_headers
@@ -96,9 +96,9 @@ def _atheris_child() -> None:
 
     def one_input(data: bytes) -> None:
         records = [TopicRecord("_client_telemetry", 0, 0, 1_763_800_000_000, None, headers, data)]
-        os.environ[native.DECODER_ENV] = "python"
+        os.environ[DECODER_ENV] = "python"
         reference = decode_batch(records)
-        os.environ[native.DECODER_ENV] = "native"
+        os.environ[DECODER_ENV] = "native"
         fast = decode_batch(records)
         same_rows = repr(fast.datapoints.to_pylist()) == repr(reference.datapoints.to_pylist())
         if fast.failures != reference.failures or not same_rows:

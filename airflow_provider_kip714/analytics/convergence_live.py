@@ -32,7 +32,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from airflow_provider_kip714.contract.selectors import SELECTORS, compile_pattern
+from airflow_provider_kip714.contract.selectors import compile_pattern
 from spark_apps.kip714_common.landing_contract import CLIENT_IDENTITY_COLUMNS
 
 SHARES: Final = {"p50_seconds": 0.5, "p90_seconds": 0.9, "p100_seconds": 1.0}
@@ -41,8 +41,6 @@ DEFAULT_LOOKBACK: Final = timedelta(minutes=10)
 """The Spark app's ``--seen-lookback`` default."""
 IDENTITY_COLUMNS: Final = CLIENT_IDENTITY_COLUMNS[1:]
 """What describes a matched instance beside its key (the newest data point's values)."""
-MATCHABLE: Final = SELECTORS
-"""What a window's ``match`` may name: the KIP selectors, each also a landing column."""
 POINT_COLUMNS: Final = [
     "record_type",
     "client_instance_id",

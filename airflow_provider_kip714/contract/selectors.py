@@ -25,11 +25,11 @@ from spark_apps.kip714_common.selectors import RULE_SELECTORS, SELECTORS, regex_
 __all__ = [
     "RULE_SELECTORS",
     "SELECTORS",
-    "SELECTOR_COLUMNS",
     "SELECTOR_HEADERS",
     "MatchInput",
     "MatchSelector",
     "compile_pattern",
+    "header_identity",
     "match_map",
     "matcher",
     "parse_match",
@@ -47,9 +47,6 @@ SELECTOR_HEADERS: Final[Mapping[str, Header]] = {
     "principal": Header.PRINCIPAL,
 }
 """Selector (or rule selector) -> the ``kip714.*`` header the broker plugin writes its value into."""
-
-SELECTOR_COLUMNS: Final[Mapping[str, str]] = {name: name for name in (*SELECTORS, *RULE_SELECTORS)}
-"""Selector -> landing/rollup column: the same name (``client_source_port`` is only in datapoints/)."""
 
 _UUID_HEX = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
 
@@ -154,12 +151,26 @@ def compile_pattern(pattern: str) -> Any:
     return compile_linear(pattern)
 
 
+def _linear_pattern(selector: str, pattern: str) -> Any:
+    """``compile_pattern``, refused in one line naming the selector (still a ``ValueError``)."""
+    try:
+        return compile_pattern(pattern)
+    except ValueError as err:
+        raise SubscriptionValidationError(
+            "match",
+            f"{selector} regex {pattern!r} uses a construct the linear-time matcher does not support "
+            f"(backreference, lookaround, possessive quantifier): {err}",
+        ) from None
+
+
 def matcher(match: Mapping[str, str]) -> Callable[[Mapping[str, object]], bool]:
     """A predicate over ``{selector: value}`` identities: every regex fully matches its value.
 
-    A missing or null value is matched as the empty string, as the broker does for unset labels.
+    The one home of client matching (the report's tables; the arrival trigger's headers through
+    ``header_identity``). A missing or null value is matched as the empty string, as the broker does
+    for unset labels. A regex RE2 refuses raises ``SubscriptionValidationError`` (a ``ValueError``).
     """
-    compiled = [(selector, compile_pattern(pattern)) for selector, pattern in match.items()]
+    compiled = [(selector, _linear_pattern(selector, pattern)) for selector, pattern in match.items()]
 
     def matches(identity: Mapping[str, object]) -> bool:
         for selector, pattern in compiled:
@@ -169,3 +180,8 @@ def matcher(match: Mapping[str, str]) -> Callable[[Mapping[str, object]], bool]:
         return True
 
     return matches
+
+
+def header_identity(headers: Mapping[str, str | None]) -> dict[str, str | None]:
+    """A record's ``kip714.*`` headers (as text) as ``{selector: value}``, what ``matcher`` reads."""
+    return {selector: headers.get(header) for selector, header in SELECTOR_HEADERS.items()}

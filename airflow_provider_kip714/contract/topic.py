@@ -9,7 +9,6 @@ from typing import Final
 from spark_apps.kip714_common.broker_metric_names import BrokerMetric as BrokerMetric
 
 DEFAULT_TELEMETRY_TOPIC: Final = "_client_telemetry"
-HEADER_PREFIX: Final = "kip714."
 
 
 class RecordType(StrEnum):
@@ -37,7 +36,3 @@ class Header(StrEnum):
 
 
 CLIENT_HEADERS: Final = tuple(Header)
-
-
-def broker_record_key(node_id: int | str) -> str:
-    return f"broker-{node_id}"

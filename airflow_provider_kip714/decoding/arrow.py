@@ -28,6 +28,7 @@ from airflow_provider_kip714.decoding.columns import (
     Columns,
 )
 from airflow_provider_kip714.decoding.labels import LABEL_COLUMNS
+from airflow_provider_kip714.decoding.records import arrow_column
 
 _MS_PER_HOUR: Final = 3_600_000
 
@@ -77,9 +78,9 @@ def _record_level(lineage: Sequence[Sequence[Any]]) -> pa.Table:
     record_hour = hour_slot.reshape(-1)
     return pa.table(
         {
-            "topic": pa.array(topics, type=pa.string()),
-            "partition": pa.array(partitions, type=pa.int32()),
-            "offset": pa.array(offsets, type=pa.int64()),
+            "topic": arrow_column(topics, pa.string()),
+            "partition": arrow_column(partitions, pa.int32()),
+            "offset": arrow_column(offsets, pa.int64()),
             "record_timestamp": timestamps(timestamps_ms, schema.field("record_timestamp").type),
             "date": pa.array([date for date, _ in dates_hours], type=pa.string()).take(record_hour),
             "hour": pa.array([hour for _, hour in dates_hours], type=pa.int32()).take(record_hour),

@@ -67,6 +67,16 @@ def decode_batch(
             gc.enable()
 
 
+def decode_one(
+    record: TopicRecord, value_format: ValueFormat = "otlp_proto"
+) -> tuple[list[dict[str, Any]], str | None]:
+    """One record's datapoint rows (dicts), or no rows and the reason it cannot be decoded."""
+    batch = decode_batch([record], value_format)
+    if batch.failures:
+        return [], batch.failures[0][1]
+    return batch.datapoints.to_pylist(), None
+
+
 def decode_record(
     value: bytes | None,
     headers: Sequence[tuple[str, bytes | None]] | None,
@@ -79,12 +89,12 @@ def decode_record(
     value_format: ValueFormat = "otlp_proto",
 ) -> list[dict[str, Any]]:
     """Decode one record to datapoint rows (dicts); raise ``TelemetryDecodeError`` if it is malformed."""
-    batch = decode_batch(
-        [TopicRecord(topic, partition, offset, timestamp_ms, key, headers, value)], value_format
+    rows, reason = decode_one(
+        TopicRecord(topic, partition, offset, timestamp_ms, key, headers, value), value_format
     )
-    if batch.failures:
-        raise TelemetryDecodeError(batch.failures[0][1])
-    return batch.datapoints.to_pylist()
+    if reason is not None:
+        raise TelemetryDecodeError(reason)
+    return rows
 
 
 __all__ = [
@@ -96,6 +106,7 @@ __all__ = [
     "ValueFormat",
     "count_points",
     "decode_batch",
+    "decode_one",
     "decode_record",
     "headers_to_dict",
     "parse_labels",

@@ -6,14 +6,14 @@ the reference: it decodes the rest or quarantines them with a precise reason (``
 two). This module only turns the returned buffers into Arrow arrays at the three levels (point, scope,
 metric), without copying.
 
-``KIP714_OTLP_DECODER=python`` turns the fast path off (for comparing the two, or to rule it out).
+``KIP714_OTLP_DECODER=python`` turns the fast path off (for comparing the two, or to rule it out;
+``native_switches`` owns the switch).
 """
 
 from __future__ import annotations
 
 import functools
 import logging
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
@@ -21,6 +21,7 @@ from typing import Any, Final
 import numpy as np
 import pyarrow as pa
 
+from airflow_provider_kip714 import native_switches
 from airflow_provider_kip714.contract.landing_schema import STRING_MAP
 
 try:
@@ -30,7 +31,6 @@ except ImportError:  # the optional extra ``airflow-provider-kip714[native]`` is
 
 log = logging.getLogger(__name__)
 
-DECODER_ENV: Final = "KIP714_OTLP_DECODER"
 # The decoder's codes index these directly (temporality: 0 is unset, null; 1 delta; 2 cumulative).
 _METRIC_TYPES: Final = pa.array(["gauge", "sum"], type=pa.string())
 _TEMPORALITIES: Final = pa.array(["delta", "cumulative"], type=pa.string())
@@ -42,7 +42,7 @@ def native_available() -> bool:
     if kip714_native is None:
         _say_python_decoder_once()
         return False
-    return os.environ.get(DECODER_ENV, "native").lower() != "python"
+    return native_switches.is_native(native_switches.DECODER_ENV)
 
 
 @functools.cache
@@ -170,7 +170,6 @@ def _native_columns(buffers: dict[str, bytes]) -> NativeColumns:
 
 
 __all__ = [
-    "DECODER_ENV",
     "FALLBACK",
     "NativeColumns",
     "decode_array",

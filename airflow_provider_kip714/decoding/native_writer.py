@@ -14,31 +14,34 @@ anything unusual), nothing is written and the caller takes the table path for th
 the reference decoder keeps deciding every record the native side does not.
 
 ``KIP714_DATAPOINTS_WRITER=pyarrow`` turns the native writer off (for comparing the two, or to rule
-it out); ``KIP714_OTLP_DECODER=python`` turns it off too, with the native decoder.
+it out); ``KIP714_OTLP_DECODER=python`` turns it off too, with the native decoder (``native_switches``
+owns both).
+
+The columns go to the extension as they are: keys and values as an Arrow array's buffers, numbers as
+the sequences ``RecordColumns`` holds (a chunk's topic and partition ``Repeated``, the native reader's
+numbers memoryviews over its buffers), which the extension iterates at C speed; no list is copied.
 """
 
 from __future__ import annotations
 
 import functools
 import logging
-import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final, TypeVar
 
 import pyarrow as pa
 
+from airflow_provider_kip714 import native_switches
 from airflow_provider_kip714.decoding import native
 from airflow_provider_kip714.decoding.header_sets import as_text
 from airflow_provider_kip714.decoding.labels import BatchLabels
 from airflow_provider_kip714.decoding.records import RecordColumns
 from airflow_provider_kip714.decoding.reference import record_failures
-from airflow_provider_kip714.exceptions import LandingError
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
-WRITER_ENV: Final = "KIP714_DATAPOINTS_WRITER"
 PAGE_LIMIT: Final = "a Parquet page beyond 2 GiB"
 """The native writer's refusal (one page per column and row group); the chunk then goes to pyarrow."""
 
@@ -72,37 +75,27 @@ def native_writer_available() -> bool:
     extension = native.kip714_native
     if extension is None or not all(hasattr(extension, name) for name in ("write_datapoints", "write_raw")):
         return False  # not installed, or a build from before the writer
-    if writer_choice() == "pyarrow":
+    if not native_switches.is_native(native_switches.WRITER_ENV):
         _say_pyarrow_writer_once()
         return False
     return native.native_available()
 
 
-def writer_choice() -> str:
-    """``KIP714_DATAPOINTS_WRITER``: native (unset or empty) or pyarrow; anything else is refused, so a
-    misspelt attempt to rule the native writer out does not silently keep it."""
-    choice = (os.environ.get(WRITER_ENV) or "native").lower()
-    if choice not in ("native", "pyarrow"):
-        raise LandingError(f"{WRITER_ENV}: must be 'native' or 'pyarrow' (got {choice!r})")
-    return choice
-
-
 @functools.cache
 def _say_pyarrow_writer_once() -> None:
-    log.info("%s=pyarrow: datapoints are decoded into Arrow tables and written by pyarrow", WRITER_ENV)
-
-
-def _single_topic(columns: RecordColumns) -> str | None:
-    topics = list(columns.topics)
-    return topics[0] if topics and topics.count(topics[0]) == len(topics) else None
+    log.info(
+        "%s=pyarrow: datapoints are decoded into Arrow tables and written by pyarrow",
+        native_switches.WRITER_ENV,
+    )
 
 
 def _binary(column: object) -> object:
-    """A binary column for the extension: an Arrow array's buffers (read in place), else a list."""
+    """A binary column for the extension: an Arrow array's buffers (read in place), else a list (the
+    extension takes a Python list itself; a tuple, from ``RecordColumns.of``, is listed once)."""
     if isinstance(column, pa.Array):
         validity, offsets, data = (None if b is None else memoryview(b).cast("B") for b in column.buffers())
         return offsets, data, validity, column.offset, len(column)
-    return list(column)  # type: ignore[call-overload]
+    return column if isinstance(column, list) else list(column)  # type: ignore[call-overload]
 
 
 def _unless_page_too_large(what: str, records: int, write: Callable[[], T]) -> T | None:
@@ -123,7 +116,7 @@ def write_raw_natively(columns: RecordColumns) -> RawFile | None:
     Header values are kept as text with undecodable bytes replaced, as the raw table keeps them; each
     distinct header set is converted once, and written once into the file's dictionaries.
     """
-    topic = _single_topic(columns)
+    topic = columns.single_topic()
     if topic is None:
         return None
     data = _unless_page_too_large(
@@ -131,12 +124,12 @@ def write_raw_natively(columns: RecordColumns) -> RawFile | None:
         len(columns),
         lambda: native.kip714_native.write_raw(  # type: ignore[union-attr]
             topic,
-            list(columns.partitions),
-            list(columns.offsets),
-            list(columns.timestamps_ms),
+            columns.partitions,
+            columns.offsets,
+            columns.timestamps_ms,
             _binary(columns.keys),
             [as_text(headers) for headers in columns.header_sets],
-            list(columns.header_index),
+            columns.header_index,
             _binary(columns.values),
         ),
     )
@@ -148,18 +141,12 @@ def write_natively(columns: RecordColumns) -> WrittenDatapoints | None:
 
     ``columns`` is one landing chunk (one topic). The caller checks ``native_writer_available`` first.
     """
-    topic = _single_topic(columns)
+    topic = columns.single_topic()
     if topic is None:
         return None  # not a landing chunk: the table path handles every shape
     labels = BatchLabels.of_sets(columns.header_sets, columns.header_index)
     failed = record_failures(columns.partitions, columns.offsets, columns.timestamps_ms, labels)
-    records = (
-        topic,
-        list(columns.partitions),
-        list(columns.offsets),
-        list(columns.timestamps_ms),
-        labels.slots,
-    )
+    records = (topic, columns.partitions, columns.offsets, columns.timestamps_ms, labels.slots)
     written = _unless_page_too_large(
         "datapoints",
         len(columns),
@@ -180,12 +167,10 @@ def write_natively(columns: RecordColumns) -> WrittenDatapoints | None:
 
 
 __all__ = [
-    "WRITER_ENV",
     "DatapointFile",
     "RawFile",
     "WrittenDatapoints",
     "native_writer_available",
     "write_natively",
     "write_raw_natively",
-    "writer_choice",
 ]

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from datetime import datetime
-from functools import cached_property
 from typing import Any
 
 from airflow_provider_kip714.clock import Clock
@@ -50,26 +49,18 @@ class ClientMetricsHook(Kip714KafkaBaseHook):
         super().__init__(kafka_config_id, config)
         self._clock = clock
 
-    @cached_property
-    def admin(self) -> ClientMetricsAdmin:
-        """The admin wrapper; connects lazily on first use."""
+    def _create_client(self) -> ClientMetricsAdmin:
         return ClientMetricsAdmin(
             to_kafka_python_kwargs(self.client_config(require_bootstrap=False)), clock=self._clock
         )
 
     def get_conn(self) -> ClientMetricsAdmin:
-        return self.admin
+        """The admin wrapper (kept until ``close()``); it connects lazily on first use."""
+        return super().get_conn()  # type: ignore[no-any-return]
 
-    def close(self) -> None:
-        if "admin" in self.__dict__:
-            self.admin.close()
-            del self.__dict__["admin"]
-
-    def __enter__(self) -> ClientMetricsHook:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
+    @property
+    def admin(self) -> ClientMetricsAdmin:
+        return self.get_conn()
 
     def list(self) -> list[str]:
         return self.admin.list_names()

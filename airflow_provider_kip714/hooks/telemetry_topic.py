@@ -16,8 +16,9 @@ from typing import Any
 
 from confluent_kafka import Consumer
 
+from airflow_provider_kip714 import native_switches
 from airflow_provider_kip714.contract.topic import DEFAULT_TELEMETRY_TOPIC
-from airflow_provider_kip714.decoding.decoder import TopicRecord, ValueFormat, decode_batch
+from airflow_provider_kip714.decoding.decoder import TopicRecord, ValueFormat, decode_one
 from airflow_provider_kip714.hooks.base import DEFAULT_CONN_ID, Kip714KafkaBaseHook
 from airflow_provider_kip714.telemetry import reader
 from airflow_provider_kip714.telemetry.landing import LandingResult, land_topic
@@ -57,9 +58,17 @@ class TelemetryTopicHook(Kip714KafkaBaseHook):
         self.topic = topic
         self.value_format = value_format
 
-    def get_conn(self, policy: reader.ErrorPolicy | None = None) -> Consumer:
-        """A reader consumer with nothing assigned; the caller closes it."""
-        return reader.open_consumer(self.client_config(), policy)
+    def _create_client(self) -> Consumer:
+        return reader.open_consumer(self.client_config(), reader.ErrorPolicy(self.topic))
+
+    def get_conn(self) -> Consumer:
+        """The hook's reader consumer, nothing assigned (kept until ``close()``).
+
+        A read (``iter_records``) opens its own consumer with its own error policy and closes it when
+        the read ends, so two reads of one hook never share an assignment; a landing run
+        (``land``) owns its reader likewise.
+        """
+        return super().get_conn()  # type: ignore[no-any-return]
 
     # ---- reading -------------------------------------------------------------------------------
 
@@ -94,8 +103,9 @@ class TelemetryTopicHook(Kip714KafkaBaseHook):
         ``TopicReadError``.
         """
         reader.check_duration("timeout_s", timeout_s)
+        native_switches.check()  # a misspelt switch is refused before connecting
         policy = reader.ErrorPolicy(self.topic)
-        consumer = self.get_conn(policy)
+        consumer = reader.open_consumer(self.client_config(), policy)
         try:
             metadata_timeout = reader.DEFAULT_METADATA_TIMEOUT_S
             ranges = self.assign(
@@ -115,11 +125,10 @@ class TelemetryTopicHook(Kip714KafkaBaseHook):
                     continue
                 policy.progress()
                 partition = message.partition()
-                end = ranges[partition][1]
-                if stop_at_end and message.offset() >= end - 1:
-                    pending.discard(partition)
-                    if message.offset() >= end:
-                        continue
+                if stop_at_end and reader.past_end(
+                    message.offset(), ranges[partition][1], partition, pending
+                ):
+                    continue
                 record = TopicRecord(
                     self.topic,
                     partition,
@@ -138,10 +147,8 @@ class TelemetryTopicHook(Kip714KafkaBaseHook):
             consumer.close()
 
     def _decode(self, record: TopicRecord) -> DecodedRecord:
-        batch = decode_batch([record], self.value_format)
-        if batch.failures:
-            return DecodedRecord(record, [], batch.failures[0][1])
-        return DecodedRecord(record, batch.datapoints.to_pylist(), None)
+        rows, error = decode_one(record, self.value_format)
+        return DecodedRecord(record, rows, error)
 
     # ---- landing -------------------------------------------------------------------------------
 
@@ -153,7 +160,7 @@ class TelemetryTopicHook(Kip714KafkaBaseHook):
     def test_connection(self) -> tuple[bool, str]:
         policy = reader.ErrorPolicy(self.topic)
         try:
-            consumer = self.get_conn(policy)
+            consumer = reader.open_consumer(self.client_config(), policy)
         except Exception as err:
             return False, str(err)
         try:

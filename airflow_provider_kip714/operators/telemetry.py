@@ -15,6 +15,7 @@ from airflow.sdk import Asset, BaseOperator
 
 from airflow_provider_kip714.contract.topic import DEFAULT_TELEMETRY_TOPIC
 from airflow_provider_kip714.decoding.decoder import ValueFormat
+from airflow_provider_kip714.hooks.base import DEFAULT_CONN_ID
 from airflow_provider_kip714.telemetry import reader
 from airflow_provider_kip714.telemetry.landing import DEFAULT_CHUNK_INTERVAL_S, DEFAULT_CHUNK_RECORDS
 from airflow_provider_kip714.telemetry.landing_zone import datapoints_uri
@@ -51,7 +52,7 @@ class LandClientTelemetryOperator(BaseOperator):
         self,
         *,
         out_dir: str | Path,
-        kafka_config_id: str = "kafka_default",
+        kafka_config_id: str = DEFAULT_CONN_ID,
         topic: str = DEFAULT_TELEMETRY_TOPIC,
         max_records: int | None = None,
         timeout_s: float | None = None,

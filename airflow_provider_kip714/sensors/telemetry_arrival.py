@@ -19,6 +19,7 @@ from airflow.sdk.exceptions import AirflowSensorTimeout, AirflowSkipException
 from airflow_provider_kip714.contract.client_text import printable
 from airflow_provider_kip714.contract.topic import DEFAULT_TELEMETRY_TOPIC
 from airflow_provider_kip714.exceptions import Kip714Error
+from airflow_provider_kip714.hooks.base import DEFAULT_CONN_ID
 from airflow_provider_kip714.subscriptions.model import parse_match
 from airflow_provider_kip714.triggers.telemetry_arrival import (
     STATUS_ARRIVED,
@@ -100,7 +101,7 @@ class ClientTelemetryArrivalSensor(BaseSensorOperator):
         subscription_name: str | None = None,
         since: datetime | str | None = None,
         min_clients: int | str = 1,
-        kafka_config_id: str = "kafka_default",
+        kafka_config_id: str = DEFAULT_CONN_ID,
         topic: str = DEFAULT_TELEMETRY_TOPIC,
         deferrable: bool = True,
         **kwargs: Any,

@@ -3,9 +3,11 @@
 The calling thread consumes (``landing_fetch``'s native reader, or confluent-kafka's consumer; both
 follow ``reader``: partitions assigned explicitly, no group offsets, no silent offset reset, fatal
 errors stop the run) and cuts the stream into per-partition chunks;
-decoding and Parquet writing of a chunk run on a staging thread (``landing_batch.stage_batch``; the
-native decoder and pyarrow's writer release the GIL), which leaves temp files; the calling thread
-commits chunks strictly in the order it cut them, so a partition's landed offsets never have holes.
+decoding and Parquet writing of a chunk run on a staging thread (``landing_stage.stage_chunk``, given
+the run's zone; the native decoder and writer, and pyarrow's writer, release the GIL), which leaves
+temp files; the calling thread commits chunks strictly in the order it cut them, so a partition's
+landed offsets never have holes. One record's way: ``landing_fetch`` -> ``landing_chunk`` ->
+``landing_stage`` -> ``landing_zone`` (``docs/architecture.md``).
 Where each partition starts and ends (``since``, ``until``, following) is ``landing_plan``'s; before
 landing anything, the topic's Kafka id is compared with the one the zone landed (``topic_generation``).
 See ``landing_zone`` for the crash protocol and ``docs/telemetry-landing.md``.
@@ -23,18 +25,12 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Final
 
+from airflow_provider_kip714 import native_switches
 from airflow_provider_kip714.decoding.decoder import VALUE_FORMATS, ValueFormat
-from airflow_provider_kip714.decoding.native_writer import writer_choice
 from airflow_provider_kip714.exceptions import LandingError
 from airflow_provider_kip714.telemetry import reader
-from airflow_provider_kip714.telemetry.landing_batch import PartitionBatch, stage_batch, stage_records
-from airflow_provider_kip714.telemetry.landing_fetch import (
-    CONSUME_BATCH,
-    Chunk,
-    ChunkReader,
-    open_reader,
-    reader_choice,
-)
+from airflow_provider_kip714.telemetry.landing_chunk import Chunk
+from airflow_provider_kip714.telemetry.landing_fetch import CONSUME_BATCH, ChunkReader, open_reader
 from airflow_provider_kip714.telemetry.landing_plan import (
     UNTIL_SETTLE_S,
     LandingPlan,
@@ -43,18 +39,16 @@ from airflow_provider_kip714.telemetry.landing_plan import (
     drop_partitions_at_end,
     plan_partitions,
 )
+from airflow_provider_kip714.telemetry.landing_stage import stage_chunk
 from airflow_provider_kip714.telemetry.landing_zone import LandingZone, StagedChunk
 
 __all__ = [
     "CONSUME_BATCH",
     "COUNT_LIMITS",
     "LandingResult",
-    "PartitionBatch",
     "TopicLander",
     "check_count",
     "land_topic",
-    "stage_batch",
-    "stage_records",
 ]
 
 log = logging.getLogger(__name__)
@@ -149,8 +143,7 @@ def _check_options(lander: TopicLander) -> None:
     reader.check_duration(
         "lease_wait_s", lander.lease_wait_s, allow_none=False, allow_zero=True, maximum=3600
     )
-    reader_choice()  # a bad KIP714_LANDING_READER is refused before anything connects
-    writer_choice()  # and a bad KIP714_DATAPOINTS_WRITER
+    native_switches.check()  # a misspelt switch is refused before anything connects
 
 
 class TopicLander:
@@ -204,7 +197,6 @@ class TopicLander:
         self.lease_wait_s = lease_wait_s
         _check_options(self)
         self.workers = min(2, os.cpu_count() or 1) if workers is None else workers
-        self.fsync = fsync
         self.zone = LandingZone(out_dir, topic, fsync=fsync)
         self.policy = reader.ErrorPolicy(topic, outage_limit_s=metadata_timeout_s)
         self.consumer_config = reader.reader_config(self.base_config, self.policy, **LANDING_TUNING)
@@ -331,11 +323,7 @@ class TopicLander:
     def _submit(
         self, batch: Chunk, executor: Executor, in_flight: collections.deque[Future[StagedChunk]]
     ) -> None:
-        in_flight.append(
-            executor.submit(
-                stage_batch, str(self.zone.root), self.topic, self.fsync, self.value_format, batch
-            )
-        )
+        in_flight.append(executor.submit(stage_chunk, self.zone, self.value_format, batch))
 
     def _flush(
         self,

@@ -9,10 +9,13 @@ call; a partition's chunk is cut at ``chunk_records``):
   per-message Python work (accessors, one tuple per header, list appends) was the largest cost of a
   landing run (``docs/benchmarks.md``).
 - ``PythonReader``: confluent-kafka's ``Consumer``. Used when the native extension is not installed,
-  when ``KIP714_LANDING_READER=python``, or when the connection sets a librdkafka callback other than
-  the logger and error callback (``oauth_cb``, ``stats_cb``, ...), which only confluent-kafka serves.
+  when ``KIP714_LANDING_READER=python`` (``native_switches``), or when the connection sets a
+  librdkafka callback other than the logger and error callback (``oauth_cb``, ``stats_cb``, ...),
+  which only confluent-kafka serves.
 
-Both report errors to the run's ``ErrorPolicy`` and librdkafka's log lines to the same logger.
+Both report errors to the run's ``ErrorPolicy`` and librdkafka's log lines to the same logger, and
+hand on ``landing_chunk``'s plain chunks: this module imports neither pyarrow, nor the decoders, nor
+the zone.
 """
 
 from __future__ import annotations
@@ -22,13 +25,16 @@ import glob
 import logging
 import os
 from collections.abc import Mapping
-from typing import Any, Final, Protocol
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
+from airflow_provider_kip714 import native_switches
 from airflow_provider_kip714.telemetry import reader
-from airflow_provider_kip714.telemetry.landing_batch import NativeChunk, PartitionBatch
-from airflow_provider_kip714.telemetry.landing_plan import LandingPlan
+from airflow_provider_kip714.telemetry.landing_chunk import Chunk, NativeChunk, PartitionBatch
+
+if TYPE_CHECKING:
+    from airflow_provider_kip714.telemetry.landing_plan import LandingPlan
 
 try:
     import kip714_native
@@ -37,7 +43,6 @@ except ImportError:  # the optional extra ``airflow-provider-kip714[native]`` is
 
 log = logging.getLogger(__name__)
 
-READER_ENV: Final = "KIP714_LANDING_READER"
 # Messages per consume() call for the Python reader. Small batches cost much less CPU per record than
 # large ones (measured with bench_landing.py: 2,000 -> 100 took the consuming thread from ~0.95 to
 # ~0.38 s per 100,000 records), and each call releases the GIL while it waits.
@@ -49,8 +54,6 @@ CONSUME_TIMEOUT_S: Final = 0.2
 _NATIVE_CALLBACKS: Final = frozenset({"logger", "error_cb"})
 # librdkafka's syslog levels to Python's.
 _LOG_LEVELS: Final = {0: 50, 1: 50, 2: 50, 3: 40, 4: 30, 5: 20, 6: 20, 7: 10}
-
-Chunk = PartitionBatch | NativeChunk
 
 
 class ChunkReader(Protocol):
@@ -116,10 +119,8 @@ class PythonReader:
             partition = message.partition()
             offset = message.offset()
             end_offset = progress[partition].end_offset
-            if end_offset is not None and offset >= end_offset - 1:
-                pending.discard(partition)
-                if offset >= end_offset:
-                    continue
+            if reader.past_end(offset, end_offset, partition, pending):
+                continue
             timestamp_ms = message.timestamp()[1]
             if until_ms is not None and end_offset is None and timestamp_ms >= until_ms:
                 progress[partition].end_offset = offset  # the first record at or after `until`
@@ -288,18 +289,10 @@ def open_reader(
     return NativeReader(properties, topic, policy, chunk_records)
 
 
-def reader_choice() -> str:
-    """``KIP714_LANDING_READER`` (unset or empty: ``native``), or one line naming it when it is neither."""
-    choice = (os.environ.get(READER_ENV) or "native").lower()
-    if choice not in ("native", "python"):
-        raise reader.TopicReadError(f"{READER_ENV}: must be 'native' or 'python' (got {choice!r})")
-    return choice
-
-
 def _native_properties(consumer_config: Mapping[str, Any]) -> list[tuple[str, str]] | str:
     """The native reader's properties, or why the Python reader reads instead."""
-    if reader_choice() == "python":
-        return f"{READER_ENV}=python"
+    if not native_switches.is_native(native_switches.READER_ENV):
+        return f"{native_switches.READER_ENV}=python"
     if kip714_native is None:
         return "the native extension is not installed (pip install 'airflow-provider-kip714[native]')"
     if not librdkafka_path():
@@ -327,12 +320,10 @@ def librdkafka_path() -> str:
 
 __all__ = [
     "CONSUME_BATCH",
-    "READER_ENV",
     "ChunkReader",
     "NativeReader",
     "PythonReader",
     "librdkafka_path",
     "native_config",
     "open_reader",
-    "reader_choice",
 ]

@@ -389,6 +389,17 @@ def assign(consumer: Consumer, topic: str, offsets: Mapping[int, int]) -> None:
         consumer.assign([TopicPartition(topic, p, offset) for p, offset in sorted(offsets.items())])
 
 
+def past_end(offset: int, end_offset: int | None, partition: int, pending: set[int]) -> bool:
+    """The end rule of a bounded read: whether a record at ``offset`` is at or past ``end_offset``
+    (exclusive; None: no end), in which case it is not read. The partition leaves ``pending`` at its
+    last record before the end, so a read stops without waiting for a record that never comes.
+    (The native reader applies the same rule in ``native/src/reader.rs``.)"""
+    if end_offset is None or offset < end_offset - 1:
+        return False
+    pending.discard(partition)
+    return offset >= end_offset
+
+
 def assign_from(
     consumer: Consumer,
     topic: str,

@@ -28,11 +28,16 @@ from typing import Any
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 from confluent_kafka import Consumer, Message
 
-from airflow_provider_kip714.contract.linear_regex import compile_linear
-from airflow_provider_kip714.contract.selectors import SELECTOR_HEADERS, MatchSelector, parse_match
+from airflow_provider_kip714.contract.selectors import (
+    MatchSelector,
+    header_identity,
+    match_map,
+    matcher,
+    parse_match,
+)
 from airflow_provider_kip714.contract.topic import DEFAULT_TELEMETRY_TOPIC, Header, RecordType
 from airflow_provider_kip714.decoding.decoder import headers_to_dict
-from airflow_provider_kip714.exceptions import Kip714Error
+from airflow_provider_kip714.hooks.base import DEFAULT_CONN_ID
 from airflow_provider_kip714.telemetry import reader
 
 STATUS_ARRIVED = "arrived"
@@ -50,28 +55,15 @@ class SeenClient:
     first_seen: str  # ISO-8601 record timestamp
 
 
-def linear_time_pattern(selector: MatchSelector) -> Any:
-    """``selector``'s regex compiled by RE2: matching time is linear in the client's value."""
-    try:
-        return compile_linear(selector.pattern)
-    except ValueError as err:
-        raise Kip714Error(
-            f"match: {selector.selector} regex {selector.pattern!r} uses a construct the linear-time "
-            f"matcher does not support (backreference, lookaround, possessive quantifier): {err}"
-        ) from None
-
-
 class ClientSelectorMatcher:
-    """All-selectors-must-fully-match, as the broker matches subscriptions (RE2, linear time)."""
+    """Client records whose headers all selectors fully match (``selectors.matcher``: RE2, linear time)."""
 
     def __init__(self, selectors: Iterable[MatchSelector]) -> None:
         self.selectors = tuple(selectors)
-        self._compiled = [(SELECTOR_HEADERS[s.selector], linear_time_pattern(s)) for s in self.selectors]
+        self._matches = matcher(match_map(self.selectors))
 
     def matches(self, headers: dict[str, str | None]) -> bool:
-        if headers.get(Header.TYPE) != RecordType.CLIENT:
-            return False
-        return all(pattern.fullmatch(headers.get(header) or "") for header, pattern in self._compiled)
+        return headers.get(Header.TYPE) == RecordType.CLIENT and self._matches(header_identity(headers))
 
 
 class ArrivalWatch:
@@ -145,7 +137,7 @@ class ClientTelemetryArrivalTrigger(BaseTrigger):
         match: Sequence[str],
         since_ms: int,
         deadline_ms: int,
-        kafka_config_id: str = "kafka_default",
+        kafka_config_id: str = DEFAULT_CONN_ID,
         topic: str = DEFAULT_TELEMETRY_TOPIC,
         min_clients: int = 1,
         poll_interval: float = 1.0,

@@ -17,13 +17,14 @@ from typing import Any, Final
 from airflow.sdk import Param
 
 from airflow_provider_kip714.contract.selectors import SELECTORS
+from airflow_provider_kip714.hooks.base import DEFAULT_CONN_ID
 from airflow_provider_kip714.subscriptions.limits import MAX_WINDOW
 from airflow_provider_kip714.subscriptions.model import MAX_INTERVAL_MS, MIN_INTERVAL_MS
+from spark_apps.kip714_common.metric_names import KAFKA_PREFIX
 from spark_apps.kip714_common.rules import COMPARISONS
 
 GUARDRAIL_KEY: Final = "guardrail_warnings"
 """Where ``validate_request`` puts the guardrail's messages in the request the report shows."""
-KAFKA_PREFIX: Final = "org.apache.kafka."
 DEFAULT_METRICS: Final = (KAFKA_PREFIX,)
 BUCKETS: Final = ("5s", "10s", "15s", "30s", "1m", "5m")
 THRESHOLD_FIELDS: Final = ("signal", "avg", "max", "min", "last", "p95", "p99", "rate_per_second")
@@ -31,6 +32,8 @@ THRESHOLD_FIELDS: Final = ("signal", "avg", "max", "min", "last", "p95", "p99", 
 MIN_WINDOW_S: Final = 10
 MAX_WINDOW_S: Final = int(MAX_WINDOW.total_seconds())
 MAX_CLIENTS: Final = 10000
+BASELINE_BUCKETS: Final = (3, 10000)
+"""The least and most rollup buckets a baseline may need (``baseline_min_buckets``)."""
 SELECTOR_HELP: Final = (
     "Regex that must match the whole value (Java regex, as the broker applies it); empty = any."
 )
@@ -65,7 +68,7 @@ def troubleshoot_params() -> dict[str, Param]:
     }
     return {
         "kafka_config_id": Param(
-            "kafka_default",
+            DEFAULT_CONN_ID,
             type="string",
             minLength=1,
             title="Kafka connection",
@@ -154,8 +157,8 @@ def troubleshoot_params() -> dict[str, Param]:
         ),
         "baseline_min_buckets": _bounded_integer(
             6,
-            minimum=3,
-            maximum=10000,
+            minimum=BASELINE_BUCKETS[0],
+            maximum=BASELINE_BUCKETS[1],
             title="Baseline: buckets needed",
             description="Learn a median + k*MAD baseline per metric and client once this many buckets exist.",
             section="Analysis",

@@ -29,14 +29,15 @@ from airflow_provider_kip714.subscriptions.model import (
     prefix_problem,
 )
 from airflow_provider_kip714.troubleshooting.form import (
+    BASELINE_BUCKETS,
     BUCKETS,
-    KAFKA_PREFIX,
     MAX_CLIENTS,
     MAX_WINDOW_S,
     MIN_WINDOW_S,
     THRESHOLD_FIELDS,
     form_defaults,
 )
+from spark_apps.kip714_common.metric_names import KAFKA_PREFIX, clean_metric_name, normalise_metric_name
 from spark_apps.kip714_common.rules import COMPARISONS
 
 
@@ -136,7 +137,9 @@ class TroubleshootingRequest:
                 parse_thresholds([] if thresholds is None else thresholds), metrics
             ),
             use_default_rules=use_default_rules,
-            baseline_min_buckets=_whole("baseline_min_buckets", params["baseline_min_buckets"], 3, 10000),
+            baseline_min_buckets=_whole(
+                "baseline_min_buckets", params["baseline_min_buckets"], *BASELINE_BUCKETS
+            ),
             baseline_for_seconds=_whole(
                 "baseline_for_seconds", params["baseline_for_seconds"], 0, MAX_WINDOW_S
             ),
@@ -241,16 +244,15 @@ def collected_thresholds(
     """``thresholds``, after checking each could watch a metric the window collects.
 
     A threshold's prefix is matched against the rollups' names (lower case, ``-`` as ``.``, without
-    ``org.apache.kafka.``; ``rules.normalise_metric_prefix``); the subscription collects the names that
+    ``org.apache.kafka.``; ``metric_names.normalise_metric_name``); the subscription collects the names that
     start with one of ``metrics``. A threshold on a metric the window does not collect never fires, which
     reads like "no anomaly" in the report, so it is refused here.
     """
-    collected = [prefix.lower().replace("-", ".") for prefix in metrics]
+    collected = [clean_metric_name(prefix) for prefix in metrics]
     if any(prefix in (ALL_METRICS, "") for prefix in collected):
         return thresholds
     for index, threshold in enumerate(thresholds):
-        name = threshold.metric_prefix.lower().replace("-", ".")
-        name = name.removeprefix(KAFKA_PREFIX)
+        name = normalise_metric_name(threshold.metric_prefix, {})
         if not any(
             _prefix_compatible(prefix, KAFKA_PREFIX + name) or _prefix_compatible(prefix, name)
             for prefix in collected

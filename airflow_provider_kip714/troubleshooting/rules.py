@@ -17,19 +17,13 @@ from airflow_provider_kip714.analytics.tables import client_metric_names
 from airflow_provider_kip714.contract.selectors import RULE_SELECTORS
 from airflow_provider_kip714.exceptions import SubscriptionValidationError
 from airflow_provider_kip714.storage.data_root import RunArea
-from airflow_provider_kip714.troubleshooting.form import KAFKA_PREFIX
 from airflow_provider_kip714.troubleshooting.request import TroubleshootingRequest
 from spark_apps.kip714_common.errors import SparkAppInputError
+from spark_apps.kip714_common.metric_names import normalise_metric_name
 from spark_apps.kip714_common.rules import RULE_NAME_MAX_LENGTH, parse_rules, rule_entry
 
 RULES_FILE: Final = "rules.json"
 _UNSAFE_NAME = re.compile(r"[^A-Za-z0-9_.-]+")
-
-
-def normalise_metric_prefix(prefix: str) -> str:
-    """The rollups' metric naming (``spark_apps/kip714_common/names.py`` steps 1-2) applied to a prefix."""
-    cleaned = prefix.strip().lower().replace("-", ".")
-    return cleaned[len(KAFKA_PREFIX) :] if cleaned.startswith(KAFKA_PREFIX) else cleaned
 
 
 def rule_name(index: int, metric_index: int, metric: str) -> str:
@@ -47,7 +41,7 @@ def window_rules(
         rules.extend(json.loads(default_rules.read_text())["rules"])
     match = {k: v for k, v in request.match_map().items() if k in RULE_SELECTORS}
     for index, threshold in enumerate(request.thresholds):
-        prefix = normalise_metric_prefix(threshold.metric_prefix)
+        prefix = normalise_metric_name(threshold.metric_prefix, {})  # steps 1-2 on a prefix
         for metric_index, metric in enumerate(metric_names):
             if not metric.startswith(prefix):
                 continue
@@ -96,7 +90,7 @@ def landed_client_metric_names(zone: RunArea) -> list[str]:
         return []
     dataset = ds.dataset(files, filesystem=filesystem, format="parquet")
     names = dataset.to_table(columns=["metric_name"], filter=ds.field("record_type") == "client")
-    return sorted({normalise_metric_prefix(v) for v in pc.unique(names["metric_name"]).to_pylist() if v})
+    return sorted({normalise_metric_name(v, {}) for v in pc.unique(names["metric_name"]).to_pylist() if v})
 
 
 def write_window_rules(

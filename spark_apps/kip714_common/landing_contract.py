@@ -70,8 +70,6 @@ DATAPOINT_COLUMNS: Final[tuple[tuple[str, str], ...]] = (
     ("hour", "int32"),
 )
 
-DATAPOINT_PARTITION_COLUMNS: Final = ("date", "hour")
-
 _NAMES: Final = tuple(name for name, _ in DATAPOINT_COLUMNS)
 
 BROKER_LABEL_COLUMNS: Final = _NAMES[_NAMES.index("record_type") : _NAMES.index("terminating") + 1]

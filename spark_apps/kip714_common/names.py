@@ -13,7 +13,8 @@ in details; rollups must put the same measurement from both on one row. The rule
 | label 3 | ``client_id`` label dropped | the broker-added ``client_id`` column already says it |
 
 Broker metric names (``kafka.server.client_metrics.*``, ``kip714.*``) pass steps 1-2 unchanged.
-The Python functions and the Spark expressions below implement the same table; a unit test holds them equal.
+The Python functions (names: ``metric_names``, pyspark-free, which the provider imports too) and the Spark
+expressions below implement the same table; a unit test holds them equal.
 """
 
 from __future__ import annotations
@@ -25,25 +26,13 @@ from collections.abc import Mapping
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
-KAFKA_PREFIX = "org.apache.kafka."
-METRIC_NAME_ALIASES: dict[str, str] = {}
-"""Normalised name (after steps 1-2) -> the common name, for differences seen in landed data.
-
-Empty on purpose: the names checked so far (librdkafka 2.16 and Java 3.9 producer/consumer) already agree
-after steps 1-2; add an entry here when landed data shows a pair that does not. Apps accept extra
-entries with ``--metric-aliases FILE.json``."""
+from .metric_names import KAFKA_PREFIX as KAFKA_PREFIX
+from .metric_names import METRIC_NAME_ALIASES as METRIC_NAME_ALIASES
+from .metric_names import normalise_metric_name as normalise_metric_name
 
 DROPPED_LABELS = frozenset({"client_id"})
 NODE_LABEL = "node_id"
 _LABEL_SEPARATORS = re.compile(r"[.\-]")
-
-
-def normalise_metric_name(name: str, aliases: Mapping[str, str] = METRIC_NAME_ALIASES) -> str:
-    """The common name of one metric, whichever client sent it."""
-    cleaned = name.strip().lower().replace("-", ".")
-    if cleaned.startswith(KAFKA_PREFIX):
-        cleaned = cleaned[len(KAFKA_PREFIX) :]
-    return aliases.get(cleaned, cleaned)
 
 
 def normalise_labels(labels: Mapping[str, str | int | None]) -> dict[str, str | None]:

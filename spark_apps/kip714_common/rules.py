@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import SparkAppInputError
+from .metric_names import normalise_metric_name
 from .selectors import RULE_SELECTORS, regex_problem
 
 RULE_FIELDS = (
@@ -177,8 +178,6 @@ def parse_rule(index: int, raw: object, metric_aliases: Mapping[str, str] | None
         )
     match = _match(where, raw)
     description = raw.get("description", "")
-    from .names import normalise_metric_name  # pyspark: only once a rule is parsed
-
     return StaticRule(
         name=name,
         metric=normalise_metric_name(metric, {**(metric_aliases or {})}),

@@ -22,6 +22,7 @@ from telemetry_helpers import client_headers, create_topic, producer_like_payloa
 
 from airflow_provider_kip714.contract.topic import Header
 from airflow_provider_kip714.hooks.telemetry_topic import TelemetryTopicHook
+from airflow_provider_kip714.native_switches import READER_ENV
 from airflow_provider_kip714.subscriptions.admin import ClientMetricsAdmin
 from airflow_provider_kip714.subscriptions.kafka_python_config import to_kafka_python_kwargs
 from airflow_provider_kip714.subscriptions.model import Subscription
@@ -68,7 +69,7 @@ def _produce_every_shape(config: dict[str, Any], topic: str) -> int:
 
 def _land(config: dict[str, Any], topic: str, out: Path, reader: str, **options: Any) -> LandingResult:
     with pytest.MonkeyPatch.context() as patch:
-        patch.setenv(landing_fetch.READER_ENV, reader)
+        patch.setenv(READER_ENV, reader)
         used: list[str] = []
         open_reader = landing_fetch.open_reader
 

@@ -27,7 +27,7 @@ from telemetry_helpers import (
 
 from airflow_provider_kip714.decoding.decoder import TopicRecord
 from airflow_provider_kip714.exceptions import LandingError
-from airflow_provider_kip714.telemetry.landing_batch import stage_records
+from airflow_provider_kip714.telemetry.landing_stage import stage_records
 from airflow_provider_kip714.telemetry.landing_zone import LandingZone
 
 pytestmark = pytest.mark.cluster
@@ -92,8 +92,8 @@ def test_uncommitted_chunk_on_s3_is_invisible_and_removed_on_recovery(local_s3: 
     zone = LandingZone(url, TOPIC)
     with zone.lock():
         zone.prepare()
-        zone.commit(stage_records(url, TOPIC, True, "otlp_proto", _records(0, 0, 20)))
-        orphan = stage_records(url, TOPIC, True, "otlp_proto", _records(0, 20, 20))  # never committed
+        zone.commit(stage_records(zone, "otlp_proto", _records(0, 0, 20)))
+        orphan = stage_records(zone, "otlp_proto", _records(0, 20, 20))  # never committed
         assert all(local_s3.keys(path.split("/", 1)[1]) for path in orphan.files)
         assert zone.read_table("raw").column("offset").to_pylist() == list(range(20))
         assert zone.read_table("datapoints").num_rows == 20 * 3
@@ -170,7 +170,7 @@ def test_a_holder_that_lost_its_lease_cannot_commit(
     zone = LandingZone(url, TOPIC)
     with zone.lock():
         zone.prepare()
-        staged = stage_records(url, TOPIC, True, "otlp_proto", _records(0, 0, 5))
+        staged = stage_records(zone, "otlp_proto", _records(0, 0, 5))
         for key in local_s3.keys(_prefix(url) + "/_lease/"):
             local_s3.client().delete_object(Bucket=local_s3.state.bucket, Key=key)  # as a taker would
         time.sleep(3.5)  # the renewal (every ttl/3) finds the claim gone

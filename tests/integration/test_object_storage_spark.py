@@ -11,7 +11,7 @@ from telemetry_helpers import client_headers, producer_like_payload
 from airflow_provider_kip714.analytics.tables import read_table
 from airflow_provider_kip714.decoding.decoder import TopicRecord
 from airflow_provider_kip714.storage.data_root import RunArea, as_storage_path
-from airflow_provider_kip714.telemetry.landing_batch import stage_records
+from airflow_provider_kip714.telemetry.landing_stage import stage_records
 from airflow_provider_kip714.telemetry.landing_zone import LandingZone
 
 pytestmark = [pytest.mark.cluster, pytest.mark.spark]
@@ -42,10 +42,10 @@ def test_spark_app_on_s3_reads_committed_chunks_only(local_s3: LocalS3, local_sp
     zone = LandingZone(landing, TOPIC)
     with zone.lock():
         zone.prepare()
-        committed = stage_records(landing, TOPIC, True, "otlp_proto", _records(0, 40))
+        committed = stage_records(zone, "otlp_proto", _records(0, 40))
         zone.commit(committed)
         # a chunk being written (or left by a crash): its files are in the bucket, its marker is not
-        stage_records(landing, TOPIC, True, "otlp_proto", _records(40, 40))
+        stage_records(zone, "otlp_proto", _records(40, 40))
         points = zone.read_table("datapoints")
         assert points.num_rows == committed.points > 0
 

@@ -21,8 +21,9 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import MapType
 from test_native_datapoints_writer import mixed_chunk
 
-from airflow_provider_kip714.decoding.native_writer import WRITER_ENV
-from airflow_provider_kip714.telemetry.landing_batch import stage_batch
+from airflow_provider_kip714.native_switches import WRITER_ENV
+from airflow_provider_kip714.telemetry.landing_stage import stage_chunk
+from airflow_provider_kip714.telemetry.landing_zone import LandingZone
 
 pytestmark = pytest.mark.spark
 
@@ -46,8 +47,9 @@ def test_spark_reads_and_rolls_up_native_files_as_pyarrow_ones(
     for writer in ("native", "pyarrow"):
         monkeypatch.setenv(WRITER_ENV, writer)
         zones[writer] = tmp_path / writer
+        zone = LandingZone(zones[writer], "_client_telemetry", fsync=False)
         for number in range(4):
-            stage_batch(str(zones[writer]), "_client_telemetry", False, "otlp_proto", mixed_chunk(number))
+            stage_chunk(zone, "otlp_proto", mixed_chunk(number))
     created = spark.read.parquet(str(zones["native"] / "datapoints")).inputFiles()
     assert created  # Spark's own listing of the native zone
 

@@ -21,8 +21,8 @@ from hypothesis import strategies as st
 from opentelemetry.proto.metrics.v1 import metrics_pb2 as m
 from otlp_payloads import broker_headers, client_headers, every_kind_payload, producer_like_payload
 
-from airflow_provider_kip714.decoding import native as otlp_native
 from airflow_provider_kip714.decoding.decoder import DecodedBatch, TopicRecord, decode_batch
+from airflow_provider_kip714.native_switches import DECODER_ENV
 
 RECORD_TS_MS = 1_763_800_000_000
 SEEDS = [
@@ -95,11 +95,11 @@ def _records(values: list[bytes]) -> list[TopicRecord]:
 
 
 def _decode(records: list[TopicRecord], monkeypatch: pytest.MonkeyPatch, decoder: str) -> DecodedBatch:
-    monkeypatch.setenv(otlp_native.DECODER_ENV, decoder)
+    monkeypatch.setenv(DECODER_ENV, decoder)
     try:
         return decode_batch(records)
     finally:
-        monkeypatch.delenv(otlp_native.DECODER_ENV)
+        monkeypatch.delenv(DECODER_ENV)
 
 
 def _rows(batch: DecodedBatch) -> list[dict]:

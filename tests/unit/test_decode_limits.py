@@ -16,8 +16,8 @@ from otlp_payloads import T0_NS, client_headers, every_kind_payload, producer_li
 from airflow_provider_kip714.contract.landing_schema import DATAPOINT_SCHEMA
 from airflow_provider_kip714.contract.topic import Header
 from airflow_provider_kip714.decoding import limits
-from airflow_provider_kip714.decoding import native as otlp_native
 from airflow_provider_kip714.decoding.decoder import DecodedBatch, TopicRecord, decode_batch
+from airflow_provider_kip714.native_switches import DECODER_ENV
 
 RECORD_TS_MS = 1_763_800_000_000
 GOOD = producer_like_payload(3)
@@ -96,11 +96,11 @@ INJECT: dict[str, tuple[Callable[[int], TopicRecord], tuple[int, int]]] = {
 
 def decode_both(records: list[TopicRecord], monkeypatch: pytest.MonkeyPatch) -> DecodedBatch:
     """Decode natively and with the Python decoder; both must give the same result (returned)."""
-    monkeypatch.delenv(otlp_native.DECODER_ENV, raising=False)
+    monkeypatch.delenv(DECODER_ENV, raising=False)
     native = decode_batch(records)
-    monkeypatch.setenv(otlp_native.DECODER_ENV, "python")
+    monkeypatch.setenv(DECODER_ENV, "python")
     reference = decode_batch(records)
-    monkeypatch.delenv(otlp_native.DECODER_ENV)
+    monkeypatch.delenv(DECODER_ENV)
     assert native.failures == reference.failures
     assert native.points_per_record == reference.points_per_record
     assert native.datapoints.to_pylist() == reference.datapoints.to_pylist()

@@ -1,7 +1,8 @@
 """Imports run one way: dags -> operators/sensors/triggers -> hooks -> domain modules -> contract.
 
 Read from the source with ``ast`` (nothing is imported), so a cycle or a backwards import fails here
-with the offending modules named, before it shows up as an ImportError somewhere else.
+with the offending modules named, before it shows up as an ImportError somewhere else. Imports under
+``if TYPE_CHECKING:`` count too: a type-only cycle is still two modules that need each other to be read.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ LAYERS: dict[str, int] = {
     "analytics": 1,
     "spark": 1,
     "findings": 1,
+    "native_switches": 1,
     "hooks": 2,
     "troubleshooting": 3,
     "live": 3,
@@ -40,6 +42,14 @@ LAYERS: dict[str, int] = {
 }
 
 
+# Known type-only cycle, being broken on another branch (report/page.py imports ClientSection from
+# report/builder.py under TYPE_CHECKING; builder -> fleet_health -> page closes it). The lead removes
+# this entry when that branch merges; nothing else may be added here.
+KNOWN_TYPE_ONLY_EDGES: frozenset[tuple[str, str]] = frozenset(
+    {(f"{PROVIDER}.report.page", f"{PROVIDER}.report.builder")}
+)
+
+
 def _modules(root: Path, package: str) -> Iterator[tuple[str, Path]]:
     for path in sorted((root / package).rglob("*.py")):
         parts = path.relative_to(root).with_suffix("").parts
@@ -47,14 +57,15 @@ def _modules(root: Path, package: str) -> Iterator[tuple[str, Path]]:
 
 
 def _imports(path: Path, module: str) -> set[str]:
-    """Absolute names this module imports (``from . import x`` resolved), including lazy imports.
+    """Absolute names this module imports (``from . import x`` resolved), including lazy and
+    ``TYPE_CHECKING`` imports.
 
     ``from package import name`` yields both ``package`` and ``package.name``; callers keep whichever
     is a module (a submodule import is not a dependency on the package's ``__init__``).
     """
     found: set[str] = set()
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
-    for node in _runtime_nodes(ast.parse(path.read_text(), filename=str(path))):
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -67,26 +78,18 @@ def _imports(path: Path, module: str) -> set[str]:
     return found
 
 
-def _runtime_nodes(tree: ast.AST) -> Iterator[ast.AST]:
-    """Every node except those under ``if TYPE_CHECKING:`` (annotations only, never executed)."""
-    for node in ast.iter_child_nodes(tree):
-        test = node.test if isinstance(node, ast.If) else None
-        if test is not None and "TYPE_CHECKING" in ast.unparse(test):
-            for child in node.orelse:
-                yield child
-                yield from _runtime_nodes(child)
-            continue
-        yield node
-        yield from _runtime_nodes(node)
-
-
 def _provider_graph() -> dict[str, set[str]]:
     modules = dict(_modules(REPO_ROOT, PROVIDER))
     graph: dict[str, set[str]] = {}
     for name, path in modules.items():
         imported = {target for target in _imports(path, name) if target in modules and target != name}
         # ``from pkg import submodule``: the dependency is the submodule, not pkg/__init__
-        graph[name] = {t for t in imported if not any(other.startswith(f"{t}.") for other in imported)}
+        graph[name] = {
+            t
+            for t in imported
+            if not any(other.startswith(f"{t}.") for other in imported)
+            and (name, t) not in KNOWN_TYPE_ONLY_EDGES
+        }
     return graph
 
 
@@ -130,6 +133,13 @@ def test_no_import_goes_up_a_layer() -> None:
         if _part(module) and _part(target) and LAYERS[_part(target)] > LAYERS[_part(module)]
     )
     assert not backwards, "\n".join(backwards)
+
+
+def test_a_type_only_import_counts() -> None:
+    """A cycle through an ``if TYPE_CHECKING:`` import is found (the landing zone's is one way)."""
+    zone = f"{PROVIDER}.telemetry.landing_zone"
+    assert f"{PROVIDER}.decoding.native_writer" in _provider_graph()[zone]  # imported for types only
+    assert _find_cycle({"a": {"b"}, "b": {"a"}}) == ["a", "b", "a"]
 
 
 def test_no_cycle_between_modules_or_packages() -> None:

@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Consumer
 
+from airflow_provider_kip714 import native_switches
+from airflow_provider_kip714.native_switches import READER_ENV, NativeSwitchError
 from airflow_provider_kip714.telemetry import landing_fetch, reader
 from airflow_provider_kip714.telemetry.landing import land_topic
 from airflow_provider_kip714.telemetry.landing_fetch import (
@@ -69,11 +71,11 @@ def test_open_reader_picks_native_then_python_when_asked(monkeypatch: pytest.Mon
     native = open_reader(config, "telemetry", _policy(), 10)
     assert isinstance(native, NativeReader) and native.metadata is native
     native.close()
-    monkeypatch.setenv(landing_fetch.READER_ENV, "python")
+    monkeypatch.setenv(READER_ENV, "python")
     python = open_reader(config, "telemetry", _policy(), 10)
     assert isinstance(python, PythonReader) and isinstance(python.metadata, Consumer)
     python.close()
-    monkeypatch.setenv(landing_fetch.READER_ENV, "native")
+    monkeypatch.setenv(READER_ENV, "native")
     with_stats = {**config, "stats_cb": lambda _stats: None, "statistics.interval.ms": 60_000}
     python = open_reader(with_stats, "telemetry", _policy(), 10)
     assert isinstance(python, PythonReader)
@@ -81,15 +83,15 @@ def test_open_reader_picks_native_then_python_when_asked(monkeypatch: pytest.Mon
 
 
 def test_a_bad_reader_choice_or_property_is_one_line(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setenv(landing_fetch.READER_ENV, "")
-    assert landing_fetch.reader_choice() == "native"
-    monkeypatch.setenv(landing_fetch.READER_ENV, "rust")
-    with pytest.raises(reader.TopicReadError, match=r"^KIP714_LANDING_READER: must be"):
+    monkeypatch.setenv(READER_ENV, "")
+    assert native_switches.choice(READER_ENV) == "native"
+    monkeypatch.setenv(READER_ENV, "rust")
+    with pytest.raises(NativeSwitchError, match=r"^KIP714_LANDING_READER: must be"):
         land_topic({"bootstrap.servers": "127.0.0.1:1"}, "telemetry", tmp_path)  # before connecting
-    with pytest.raises(reader.TopicReadError, match=r"^KIP714_LANDING_READER: must be 'native' or 'python'"):
+    with pytest.raises(NativeSwitchError, match=r"^KIP714_LANDING_READER: must be 'native' or 'python'"):
         open_reader({"bootstrap.servers": "x"}, "telemetry", _policy(), 10)
     for chosen in ("native", "python"):
-        monkeypatch.setenv(landing_fetch.READER_ENV, chosen)
+        monkeypatch.setenv(READER_ENV, chosen)
         with pytest.raises(reader.TopicReadError, match=r"^connection extra: .*no\.such\.property"):
             open_reader({"no.such.property": "1"}, "telemetry", _policy(), 10)
         with pytest.raises(reader.TopicReadError, match=r"^connection extra: .*fetch\.max\.bytes"):

@@ -15,7 +15,8 @@ from otlp_payloads import client_headers, producer_like_payload
 from airflow_provider_kip714.contract.landing_schema import DATAPOINT_SCHEMA, QUARANTINE_SCHEMA, RAW_SCHEMA
 from airflow_provider_kip714.decoding.decoder import TopicRecord, decode_batch
 from airflow_provider_kip714.exceptions import LandingError
-from airflow_provider_kip714.telemetry.landing import stage_records
+from airflow_provider_kip714.telemetry.landing_chunk import PartitionBatch
+from airflow_provider_kip714.telemetry.landing_stage import record_columns, stage_chunk, stage_records
 from airflow_provider_kip714.telemetry.landing_zone import ChunkId, LandingZone, file_stem
 
 TOPIC = "_client_telemetry"
@@ -36,7 +37,7 @@ def records(
 
 
 def land(zone: LandingZone, batch: list[TopicRecord]):
-    staged = stage_records(str(zone.root), TOPIC, False, "otlp_proto", batch)
+    staged = stage_records(zone, "otlp_proto", batch)
     zone.commit(staged)
     return staged
 
@@ -97,7 +98,7 @@ def test_recover_drops_uncommitted_chunks(zone: LandingZone, tmp_path: Path) -> 
     land(zone, records(0, 0, 10))
     land(zone, records(1, 0, 5))
     # a crash after a chunk's data files were written but before its marker
-    staged = stage_records(str(tmp_path), TOPIC, False, "otlp_proto", records(0, 10, 10, bad_every=3))
+    staged = stage_records(zone, "otlp_proto", records(0, 10, 10, bad_every=3))
     # and a crash half-way through writing a data file (only possible on a local disk)
     torn = tmp_path / "raw" / (file_stem(ChunkId(1, 5, 9), "0123456789ab") + ".parquet")
     torn.write_bytes(b"PAR1 half a file")
@@ -168,7 +169,7 @@ def zone_held(path: Path):  # type: ignore[no-untyped-def]
 def test_commit_without_the_lease_is_refused(tmp_path: Path) -> None:
     zone = LandingZone(tmp_path, TOPIC, fsync=False)
     zone.prepare()
-    staged = stage_records(str(tmp_path), TOPIC, False, "otlp_proto", records(0, 0, 3))
+    staged = stage_records(zone, "otlp_proto", records(0, 0, 3))
     with pytest.raises(LandingError, match="without holding its lease"):
         zone.commit(staged)
     assert zone.committed() == set()
@@ -180,7 +181,7 @@ def test_pre_marker_zone_is_adopted(tmp_path: Path) -> None:
     old.parent.mkdir(parents=True)
     zone = LandingZone(tmp_path, TOPIC, fsync=False)
     with zone.lock():
-        staged = stage_records(str(tmp_path), TOPIC, False, "otlp_proto", records(0, 0, 10))
+        staged = stage_records(zone, "otlp_proto", records(0, 0, 10))
         (tmp_path / "raw" / (file_stem(staged.chunk, staged.token) + ".parquet")).rename(old)
         temp = (
             tmp_path / "raw" / f".tmp-0123-{ChunkId(0, 10, 19).stem}.parquet"
@@ -205,8 +206,6 @@ def test_a_dead_holder_on_this_host_does_not_block_the_next_run(tmp_path: Path) 
 
 
 def test_partition_batch_keeps_each_header_set_once_and_stages(tmp_path: Path) -> None:
-    from airflow_provider_kip714.telemetry.landing import PartitionBatch, stage_batch
-
     batch = PartitionBatch(TOPIC, 2)
     originals = records(2, 100, 30)
     for record in originals:
@@ -215,11 +214,11 @@ def test_partition_batch_keeps_each_header_set_once_and_stages(tmp_path: Path) -
     received = batch
     assert len(received.header_sets) == 2  # the client's header set and "no headers"
     expected = [record._replace(headers=tuple(record.headers)) for record in originals]
-    assert received.columns().records()[:30] == expected
+    assert record_columns(received).records()[:30] == expected
     zone = LandingZone(tmp_path, TOPIC, fsync=False)
     with zone.lock():
         zone.prepare()
-        staged = stage_batch(str(tmp_path), TOPIC, False, "otlp_proto", received)
+        staged = stage_chunk(zone, "otlp_proto", received)
         zone.commit(staged)
     assert (staged.chunk, staged.records, staged.quarantined) == (ChunkId(2, 100, 130), 31, 1)
     raw = zone.read_table("raw")

@@ -37,15 +37,15 @@ from otlp_payloads import (
 from airflow_provider_kip714.decoding.decoder import decode_batch
 from airflow_provider_kip714.decoding.labels import LABEL_COLUMNS, BatchLabels
 from airflow_provider_kip714.decoding.native_writer import (
-    WRITER_ENV,
     native_writer_available,
     write_natively,
     write_raw_natively,
 )
-from airflow_provider_kip714.exceptions import LandingError
+from airflow_provider_kip714.native_switches import WRITER_ENV, NativeSwitchError
 from airflow_provider_kip714.telemetry.landing import land_topic
-from airflow_provider_kip714.telemetry.landing_batch import PartitionBatch, raw_table, stage_batch
-from airflow_provider_kip714.telemetry.landing_zone import _STATISTICS_COLUMNS, parquet_options
+from airflow_provider_kip714.telemetry.landing_chunk import PartitionBatch
+from airflow_provider_kip714.telemetry.landing_stage import raw_table, record_columns, stage_chunk
+from airflow_provider_kip714.telemetry.landing_zone import _STATISTICS_COLUMNS, LandingZone, parquet_options
 
 FIELDS = ("topics", "partitions", "offsets", "timestamps_ms", "keys", "header_sets", "header_index", "values")
 MIDNIGHT_MS = 1_763_856_000_000  # 2025-11-23T00:00:00Z
@@ -136,7 +136,8 @@ def mixed_chunk(number: int) -> PartitionBatch:
 
 def staged_files(directory: Path, batch: PartitionBatch, writer: str, monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
     monkeypatch.setenv(WRITER_ENV, writer)
-    staged = stage_batch(str(directory / writer), "_client_telemetry", False, "otlp_proto", batch)
+    zone = LandingZone(directory / writer, "_client_telemetry", fsync=False)
+    staged = stage_chunk(zone, "otlp_proto", batch)
     files = sorted(glob.glob(str(directory / writer / "datapoints" / "*" / "*" / "*.parquet")))
     return staged, {os.path.relpath(path, directory / writer).rsplit("/", 1)[0]: path for path in files}
 
@@ -240,7 +241,7 @@ def assert_same_raw_file(native: str, reference: str) -> None:
 
 def test_row_groups_and_the_arrow_input_write_the_same_rows(tmp_path: Path) -> None:
     """Small row groups (many per file) and the native reader's Arrow values (sliced) change nothing."""
-    columns = mixed_chunk(3).columns()
+    columns = record_columns(mixed_chunk(3))
     whole = write_natively(columns)
     assert whole is not None and whole.failures
     labels = BatchLabels.of_sets(columns.header_sets, columns.header_index)
@@ -270,8 +271,8 @@ def test_a_chunk_with_a_record_for_the_python_decoder_is_left_to_the_table_path(
     batch = PartitionBatch("_client_telemetry", 0)
     for i, payload in enumerate([producer_like_payload(10), every_kind_payload(), b"\xff not protobuf"]):
         batch.append(i, HOURS_MS + i, None, client_headers(), payload)
-    assert write_natively(batch.columns()) is None
-    decoded = decode_batch(batch.columns(), "otlp_proto", dictionary_strings=True)
+    assert write_natively(record_columns(batch)) is None
+    decoded = decode_batch(record_columns(batch), "otlp_proto", dictionary_strings=True)
     assert decoded.datapoints.num_rows > 10 and [index for index, _ in decoded.failures] == [2]
 
 
@@ -283,7 +284,8 @@ def test_pyarrow_is_chosen_by_the_environment(monkeypatch: pytest.MonkeyPatch, t
     # a misspelt attempt to rule the native writer out is refused before landing connects anywhere
     monkeypatch.setenv(WRITER_ENV, "pyaroww")
     with pytest.raises(
-        LandingError, match=r"^KIP714_DATAPOINTS_WRITER: must be 'native' or 'pyarrow' \(got 'pyaroww'\)$"
+        NativeSwitchError,
+        match=r"^KIP714_DATAPOINTS_WRITER: must be 'native' or 'pyarrow' \(got 'pyaroww'\)$",
     ):
         land_topic({"bootstrap.servers": "127.0.0.1:1"}, "_client_telemetry", str(tmp_path / "zone"))
     assert not (tmp_path / "zone").exists()
@@ -297,11 +299,11 @@ def test_a_raw_file_without_any_header_or_key_reads_as_pyarrows(tmp_path: Path) 
     batch = PartitionBatch("_client_telemetry", 0)
     for i in range(20):
         batch.append(i, HOURS_MS + i, None, None, None if i % 3 else producer_like_payload(1))
-    written = write_raw_natively(batch.columns())
+    written = write_raw_natively(record_columns(batch))
     assert written is not None and written.records == 20
     native, reference = tmp_path / "native.parquet", tmp_path / "pyarrow.parquet"
     native.write_bytes(written.data)
-    table = raw_table(batch.columns())
+    table = raw_table(record_columns(batch))
     pq.write_table(table, reference, **parquet_options(table.schema))
     assert_same_raw_file(str(native), str(reference))
 

@@ -24,7 +24,8 @@ from otlp_payloads import broker_headers, client_headers
 
 from airflow_provider_kip714.decoding.decoder import decode_batch
 from airflow_provider_kip714.decoding.native_writer import write_natively, write_raw_natively
-from airflow_provider_kip714.telemetry.landing_batch import PartitionBatch, raw_table
+from airflow_provider_kip714.telemetry.landing_chunk import PartitionBatch
+from airflow_provider_kip714.telemetry.landing_stage import raw_table, record_columns
 from airflow_provider_kip714.telemetry.landing_zone import _split_by_hour, parquet_options
 
 PROPERTIES = settings(
@@ -115,8 +116,8 @@ def test_generated_chunks_read_back_as_the_reference_writes_them(
     for index, value in enumerate(values):
         headers = broker_headers(1) if index % 3 == 2 else client_headers()
         batch.append(index, 1_763_800_000_000 + hours[index] * HOUR_MS + index, None, headers, value)
-    written = write_natively(batch.columns())
-    reference = decode_batch(batch.columns(), "otlp_proto", dictionary_strings=True)
+    written = write_natively(record_columns(batch))
+    reference = decode_batch(record_columns(batch), "otlp_proto", dictionary_strings=True)
     assert written is not None  # every drawn record is a gauge or sum the native decoder takes
     assert written.points == reference.datapoints.num_rows and written.failures == reference.failures
     parts = _split_by_hour(reference.datapoints) if reference.datapoints.num_rows else []
@@ -153,9 +154,9 @@ def test_generated_raw_files_read_back_as_pyarrow_writes_them(records, header_se
     batch = PartitionBatch("_client_telemetry", 2**31 - 1)
     for index, (header_set, key, value) in enumerate(records):
         batch.append(offset + index, -(2**40) + index, key, header_sets[header_set], value)
-    written = write_raw_natively(batch.columns())
+    written = write_raw_natively(record_columns(batch))
     assert written is not None and written.records == len(records)
-    table = raw_table(batch.columns())
+    table = raw_table(record_columns(batch))
     expected = io.BytesIO()
     pq.write_table(table, expected, **parquet_options(table.schema))
     ours, theirs = pq.read_table(io.BytesIO(written.data)), pq.read_table(io.BytesIO(expected.getvalue()))

@@ -23,6 +23,7 @@ from otlp_payloads import T0_NS, broker_headers, client_headers, every_kind_payl
 from airflow_provider_kip714.contract.landing_schema import DATAPOINT_SCHEMA
 from airflow_provider_kip714.decoding import native as otlp_native
 from airflow_provider_kip714.decoding.decoder import DecodedBatch, TopicRecord, decode_batch
+from airflow_provider_kip714.native_switches import DECODER_ENV
 
 RECORD_TS_MS = 1_763_800_000_000
 
@@ -38,14 +39,14 @@ def records_of(values: list[bytes | None], headers=None) -> list[TopicRecord]:
 
 
 def both(records: list[TopicRecord], monkeypatch: pytest.MonkeyPatch) -> tuple[DecodedBatch, DecodedBatch]:
-    monkeypatch.delenv(otlp_native.DECODER_ENV, raising=False)
+    monkeypatch.delenv(DECODER_ENV, raising=False)
     assert otlp_native.native_available()
     native = decode_batch(records)
     assert_same_as_landing_form(native, decode_batch(records, dictionary_strings=True))
-    monkeypatch.setenv(otlp_native.DECODER_ENV, "python")
+    monkeypatch.setenv(DECODER_ENV, "python")
     assert not otlp_native.native_available()
     reference = decode_batch(records)
-    monkeypatch.delenv(otlp_native.DECODER_ENV)
+    monkeypatch.delenv(DECODER_ENV)
     return native, reference
 
 

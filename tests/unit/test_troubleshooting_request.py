@@ -17,7 +17,6 @@ from airflow_provider_kip714.troubleshooting.form import THRESHOLD_FIELDS, troub
 from airflow_provider_kip714.troubleshooting.request import TroubleshootingRequest
 from airflow_provider_kip714.troubleshooting.rules import (
     checked_rules_text,
-    normalise_metric_prefix,
     window_rules,
     write_window_rules,
 )
@@ -99,13 +98,32 @@ def test_invalid_fields_are_named_with_their_rule(overrides: dict, field: str, r
 def test_form_threshold_fields_are_rule_fields_of_the_anomalies_app() -> None:
     sys.path.insert(0, str(REPO_ROOT / "spark_apps"))
     try:
-        from kip714_common.names import normalise_metric_name
         from kip714_common.rules import RULE_FIELDS
     finally:
         sys.path.remove(str(REPO_ROOT / "spark_apps"))
     assert set(THRESHOLD_FIELDS) <= set(RULE_FIELDS)
-    for name in ("org.apache.kafka.Producer.Record-Queue", "consumer.fetch", "kafka.server.x"):
-        assert normalise_metric_prefix(name) == normalise_metric_name(name)
+
+
+def test_a_threshold_prefix_is_named_as_the_rollups_name_metrics() -> None:
+    """One home (``kip714_common/metric_names.py``) for the provider's thresholds and the Spark apps."""
+    rules = window_rules(
+        TroubleshootingRequest.from_params(
+            defaults(
+                metrics=["org.apache.kafka.producer."],
+                thresholds=[
+                    {
+                        "metric_prefix": " org.apache.kafka.Producer.Record-Queue",
+                        "field": "max",
+                        "comparison": ">",
+                        "threshold": 1,
+                    }
+                ],
+            )
+        ),
+        ["producer.record.queue.time.max", "consumer.fetch"],
+        None,
+    )
+    assert [rule["metric"] for rule in rules["rules"]] == ["producer.record.queue.time.max"]
 
 
 def write_rollup_names(zone: RunArea, names: list[str]) -> None:

@@ -5,7 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from airflow_provider_kip714.decoding.decoder import TopicRecord
-from airflow_provider_kip714.telemetry.landing_batch import PartitionBatch, raw_table
+from airflow_provider_kip714.telemetry.landing_chunk import PartitionBatch
+from airflow_provider_kip714.telemetry.landing_stage import raw_table, record_columns
 
 CLIENT = [("kip714.type", b"client"), ("kip714.client.id", b"orders-1")]
 ODD = [("kip714.type", None), ("kip714.note", b"\xff not utf-8")]
@@ -19,9 +20,9 @@ def test_raw_table_of_a_batch_keeps_every_record_as_received() -> None:
     batch.append(14, 5, b"", list(CLIENT), b"")
     batch.append(15, 1_700_000_000_009, b"k3", [], b"v3")
 
-    built = raw_table(batch.columns())
+    built = raw_table(record_columns(batch))
 
-    assert built.equals(raw_table(batch.columns().records()))
+    assert built.equals(raw_table(record_columns(batch).records()))
     assert built.column("topic").to_pylist() == ["telemetry"] * 5
     assert built.column("partition").to_pylist() == [3] * 5
     assert built.column("offset").to_pylist() == [10, 11, 12, 14, 15]
