@@ -23,6 +23,7 @@ start. Connections and Variables go in as ``AIRFLOW_CONN_*`` / ``AIRFLOW_VAR_*``
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import secrets
@@ -37,6 +38,7 @@ from pathlib import Path
 from typing import Any, Final
 
 import httpx
+import psutil
 
 REPO_ROOT: Final = Path(__file__).resolve().parents[2]
 DAGS: Final = REPO_ROOT / "dags"
@@ -46,6 +48,9 @@ START_TIMEOUT_S: Final = float(os.environ.get("LIVE_AIRFLOW_START_TIMEOUT_S", "2
 STOP_TIMEOUT_S: Final = 30.0
 TERMINAL_RUN_STATES: Final = frozenset({"success", "failed"})
 LOG_TAIL_LINES: Final = 60
+REQUEST_TIMEOUT_S: Final = 120.0
+"""Generous: on a loaded 2-core machine the one API server process (SQLite: one writer at a time) has
+been seen silent for over 30 s while tasks started."""
 
 
 class AirflowApiError(RuntimeError):
@@ -60,7 +65,7 @@ class AirflowApi:
     username: str
     password: str
     _token: str | None = None
-    _http: httpx.Client = field(default_factory=lambda: httpx.Client(timeout=30.0))
+    _http: httpx.Client = field(default_factory=lambda: httpx.Client(timeout=REQUEST_TIMEOUT_S))
 
     def token(self) -> str:
         answer = self._http.post(
@@ -292,7 +297,12 @@ class LiveAirflow:
             for name, command in commands.items():
                 with (home / f"{name}.log").open("ab") as log:
                     processes[name] = subprocess.Popen(
-                        command, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+                        command,
+                        env=env,
+                        stdout=log,
+                        stderr=subprocess.STDOUT,
+                        start_new_session=True,
+                        preexec_fn=_terminate_with_parent,
                     )
             airflow._wait_until_healthy()
         except BaseException:
@@ -329,24 +339,31 @@ class LiveAirflow:
     def stop(self) -> None:
         """SIGTERM every component's process group (the API server first), SIGKILL what lingers.
 
-        Each component was started in its own session, so its group holds its children too: the
-        scheduler's LocalExecutor workers and their task processes, the triggerer's runner."""
+        Each component was started in its own session, so its group holds its children. A task process
+        is put in a group of its own by its supervisor, so every descendant is listed first (by PID,
+        all started here) and killed last if it outlived the groups: a task or ``spark-submit`` that
+        was running when the test ended does not outlive the test."""
+        descendants: list[psutil.Process] = []
+        for process in self.processes.values():
+            with suppress(psutil.Error):
+                descendants += psutil.Process(process.pid).children(recursive=True)
         for name in reversed(list(self.processes)):
             process = self.processes[name]
             if process.poll() is None:
-                try:
+                with suppress(ProcessLookupError):
                     os.killpg(process.pid, signal.SIGTERM)
-                except ProcessLookupError:
-                    continue
         deadline = time.monotonic() + STOP_TIMEOUT_S
         for process in self.processes.values():
             with suppress(subprocess.TimeoutExpired):
                 process.wait(max(0.1, deadline - time.monotonic()))
         for process in self.processes.values():
-            with suppress(ProcessLookupError):  # the group may outlive its leader (a task process)
+            with suppress(ProcessLookupError):  # the group may outlive its leader
                 os.killpg(process.pid, signal.SIGKILL)
             if process.poll() is None:
                 process.wait(10)
+        for child in descendants:
+            with suppress(psutil.Error):
+                child.kill()
         self.api.close()
 
     def log_tails(self, lines: int = LOG_TAIL_LINES) -> str:
@@ -407,7 +424,7 @@ def live_environment(home: Path, dags_folder: Path, port: int, passwords: Path) 
         "AIRFLOW__CORE__DAGS_FOLDER": str(dags_folder),
         "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
         "AIRFLOW__CORE__EXECUTOR": "LocalExecutor",
-        "AIRFLOW__CORE__PARALLELISM": "8",
+        "AIRFLOW__CORE__PARALLELISM": "4",
         "AIRFLOW__CORE__UNIT_TEST_MODE": "False",
         "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{home / 'airflow.db'}",
         "AIRFLOW__CORE__AUTH_MANAGER": (
@@ -425,6 +442,9 @@ def live_environment(home: Path, dags_folder: Path, port: int, passwords: Path) 
         "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "5",
         "AIRFLOW__DAG_PROCESSOR__MIN_FILE_PROCESS_INTERVAL": "30",
         "AIRFLOW__SCHEDULER__SCHEDULER_HEARTBEAT_SEC": "2",
+        # tasks talk to the API server (Execution API): under load, wait for it rather than fail
+        "AIRFLOW__WORKERS__EXECUTION_API_TIMEOUT": "120",
+        "AIRFLOW__WORKERS__EXECUTION_API_RETRIES": "10",
         # a shared 2-core CI machine under load takes over 30 s (the default) to import a DAG file
         # that pulls in Airflow, pyarrow and pandas cold
         "AIRFLOW__CORE__DAGBAG_IMPORT_TIMEOUT": "150",
@@ -433,6 +453,13 @@ def live_environment(home: Path, dags_folder: Path, port: int, passwords: Path) 
         "PATH": os.pathsep.join([venv_bin, os.environ.get("PATH", "")]),
         "PYTHONPATH": str(REPO_ROOT),
     }
+
+
+def _terminate_with_parent() -> None:
+    """In the child, before exec: SIGTERM when the test process dies, even by SIGKILL (Linux
+    ``PR_SET_PDEATHSIG``), so a killed pytest leaves no Airflow behind; a no-op elsewhere."""
+    if sys.platform == "linux":
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # 1 = PR_SET_PDEATHSIG
 
 
 def _tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
