@@ -102,6 +102,7 @@ def judged_rows(spark: SparkSession, args: AnomalyArgs) -> DataFrame:
         judged,
         common.counter_lookback,
         common.metric_aliases,
+        common.selection,
     )
     current = current.select(*judged_columns(args.rules)).withColumn(
         "client_group", client_group_column(args.group_by)
@@ -128,6 +129,7 @@ def own_baselines(spark: SparkSession, args: AnomalyArgs) -> DataFrame | None:
             history,
             common.counter_lookback,
             common.metric_aliases,
+            common.selection,
         )
     if history_rows is None:
         return None

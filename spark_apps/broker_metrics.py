@@ -213,7 +213,9 @@ def run(argv: Sequence[str] | None = None, spark: SparkSession | None = None) ->
     spark = app_session(spark, APP_NAME)
 
     interval = common.interval
-    points = read_datapoints(spark, common.input, common.read_start, interval.end, common.metric_aliases)
+    points = read_datapoints(
+        spark, common.input, common.read_start, interval.end, common.metric_aliases, common.selection
+    )
     broker_points = points.where(F.col("record_type") == "broker")
     rolled = rollup_points(broker_points, interval, common.read_start, keep_buckets=True).persist()
     clients = per_client(rolled, client_identities(points.frame), namespace).persist()

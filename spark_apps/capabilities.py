@@ -68,7 +68,9 @@ def run(argv: Sequence[str] | None = None, spark: SparkSession | None = None) ->
     spark = app_session(spark, APP_NAME)
     interval = common.interval
     # no counter lookback: a metric pushed only before --start is not a capability seen in the interval
-    points = read_datapoints(spark, common.input, interval.start, interval.end, common.metric_aliases)
+    points = read_datapoints(
+        spark, common.input, interval.start, interval.end, common.metric_aliases, common.selection
+    )
     write_table(capabilities_frame(points.frame), common.output, "capabilities", interval)
     summary = RunSummary(APP_NAME, interval)
     summary.tables["capabilities"] = summarise_written(spark, common.output, "capabilities", interval)

@@ -78,7 +78,9 @@ def run(argv: Sequence[str] | None = None, spark: SparkSession | None = None) ->
     spark = app_session(spark, APP_NAME)
     interval = common.interval
     read_start = min([interval.start, *(w.subscribed_at - lookback for w in windows)])
-    points = read_datapoints(spark, common.input, read_start, interval.end, common.metric_aliases)
+    points = read_datapoints(
+        spark, common.input, read_start, interval.end, common.metric_aliases, common.selection
+    )
     clients = points.frame.where((F.col("record_type") == "client") & F.col("client_instance_id").isNotNull())
     frame = convergence_frame(clients, windows, interval).persist()
     write_table(frame, common.output, "convergence", interval)

@@ -154,14 +154,22 @@ def unseen_rows(points: DataFrame, pushes: DataFrame, interval: Interval) -> Dat
     )
 
 
-def delivery_frame(points: LandedPoints, interval: Interval, read_start: datetime) -> DataFrame:
-    """Every delivery row of ``interval`` from points read over ``[read_start, interval.end)``."""
+def delivery_frame(
+    points: LandedPoints, interval: Interval, read_start: datetime, selected: bool = False
+) -> DataFrame:
+    """Every delivery row of ``interval`` from points read over ``[read_start, interval.end)``.
+
+    ``selected``: the points are a troubleshooting run's clients only (``--selection``). The broker's
+    instance count covers every client, so comparing it with the selected clients' pushes would
+    report the other clients as unseen: no ``unseen_instances`` rows then."""
     pushes = cached(landed_pushes(points.frame))
     hourly = make_interval(interval.start, interval.end, HOUR)
     rolled = rollup_points(points.where(F.col("record_type") == "broker"), hourly, read_start)
     # the newest landed record (broker records arrive every few seconds): what "now" is for this data
     horizon = points.frame.agg(F.max(F.unix_micros("record_timestamp"))).first()[0]
     rows = instance_rows(pushes, rolled, interval, horizon)
+    if selected:
+        return rows
     return rows.unionByName(unseen_rows(points.frame, pushes, interval))
 
 
@@ -170,8 +178,10 @@ def run(argv: Sequence[str] | None = None, spark: SparkSession | None = None) ->
     common = check_args(argv)
     spark = app_session(spark, APP_NAME)
     interval = common.interval
-    points = read_datapoints(spark, common.input, common.read_start, interval.end, common.metric_aliases)
-    frame = delivery_frame(points, interval, common.read_start).persist()
+    points = read_datapoints(
+        spark, common.input, common.read_start, interval.end, common.metric_aliases, common.selection
+    )
+    frame = delivery_frame(points, interval, common.read_start, common.selection is not None).persist()
     write_table(frame, common.output, "delivery", interval)
     silent = (
         frame.where(F.col("status") == "silent")

@@ -32,7 +32,9 @@ def run(argv: Sequence[str] | None = None, spark: SparkSession | None = None) ->
     spark = app_session(spark, APP_NAME)
 
     interval = common.interval
-    points = read_datapoints(spark, common.input, common.read_start, interval.end, common.metric_aliases)
+    points = read_datapoints(
+        spark, common.input, common.read_start, interval.end, common.metric_aliases, common.selection
+    )
     write_table(rollup_points(points, interval, common.read_start), common.output, "rollups", interval)
 
     notes = landing_counts(spark, common.input, common.read_start, interval.start, interval.end)

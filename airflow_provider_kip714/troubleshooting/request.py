@@ -10,13 +10,14 @@ import math
 import re
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
+from dataclasses import fields as dataclass_fields
 from typing import Any
 
 from airflow_provider_kip714.contract.client_text import printable
 from airflow_provider_kip714.contract.selectors import (
     SELECTORS,
+    MatchSelector,
     control_characters_problem,
-    match_map,
     parse_match,
 )
 from airflow_provider_kip714.exceptions import SubscriptionValidationError
@@ -53,10 +54,14 @@ class StaticThreshold:
 
 @dataclass(frozen=True)
 class TroubleshootingRequest:
-    """A validated form: what the subscription, the sensor, the landing and the apps are given."""
+    """A validated form: what the subscription, the sensor, the landing and the apps are given.
+
+    Validated once, where it enters (``from_params``, the DAG's first task); later tasks get it back
+    from XCom with ``from_xcom`` (the dict ``as_xcom`` wrote), typed and without judging the form again.
+    """
 
     kafka_config_id: str
-    match: tuple[str, ...]
+    selectors: tuple[MatchSelector, ...]
     metrics: tuple[str, ...]
     interval_ms: int
     window_seconds: int
@@ -89,7 +94,8 @@ class TroubleshootingRequest:
             _optional_text(selector, params.get(selector))
         fields = [f"{s}={params[s]}" for s in SELECTORS if params.get(s) not in (None, "")]
         extra = _list_of_text("match", params.get("match"), "selector=regex strings")
-        match = tuple(selector.render() for selector in parse_match([*fields, *extra]))
+        selectors = parse_match([*fields, *extra])
+        match = tuple(selector.render() for selector in selectors)
         metrics = parse_metrics(_list_of_text("metrics", params.get("metrics"), "metric-name prefixes"))
         if not metrics:
             raise SubscriptionValidationError(
@@ -127,7 +133,7 @@ class TroubleshootingRequest:
             raise SubscriptionValidationError("use_default_rules", "must be true or false", use_default_rules)
         return cls(
             kafka_config_id=kafka_config_id.strip(),
-            match=match,
+            selectors=selectors,
             metrics=tuple(metrics),
             interval_ms=subscription.interval_ms,
             window_seconds=window_seconds,
@@ -145,12 +151,54 @@ class TroubleshootingRequest:
             ),
         )
 
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+    @property
+    def match(self) -> tuple[str, ...]:
+        """The selectors as Kafka's ``match`` entries (``selector=regex``)."""
+        return tuple(selector.render() for selector in self.selectors)
 
     def match_map(self) -> dict[str, str]:
-        """Selector -> regex (what the report and the rules filter clients by)."""
-        return match_map(self.match)
+        """Selector -> regex (what the report, the rules and the Spark apps filter clients by)."""
+        return {selector.selector: selector.pattern for selector in self.selectors}
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready: ``match`` as ``selector=regex`` strings, thresholds as objects (also the report's
+        "Request" table)."""
+        values = {f.name: getattr(self, f.name) for f in dataclass_fields(self) if f.name != "selectors"}
+        return {
+            **values,
+            "match": list(self.match),
+            "metrics": list(self.metrics),
+            "thresholds": [asdict(threshold) for threshold in self.thresholds],
+        }
+
+    def as_xcom(self) -> dict[str, Any]:
+        """What ``validate_request`` pushes; ``from_xcom`` reads it back. Selectors travel as
+        ``[selector, regex]`` pairs, so reading them back is not parsing them again."""
+        return {**self.as_dict(), "match": [[s.selector, s.pattern] for s in self.selectors]}
+
+    @classmethod
+    def from_xcom(cls, value: Mapping[str, Any]) -> TroubleshootingRequest:
+        """The request ``as_xcom`` wrote, validated upstream: rebuilt as typed values, not re-judged.
+
+        A value of another shape (a hand-edited XCom, an older version's) fails here naming the key."""
+        try:
+            return cls(
+                kafka_config_id=str(value["kafka_config_id"]),
+                selectors=tuple(MatchSelector(str(s), str(p)) for s, p in value["match"]),
+                metrics=tuple(str(m) for m in value["metrics"]),
+                interval_ms=int(value["interval_ms"]),
+                window_seconds=int(value["window_seconds"]),
+                min_clients=int(value["min_clients"]),
+                bucket=str(value["bucket"]),
+                thresholds=tuple(StaticThreshold(**t) for t in value["thresholds"]),
+                use_default_rules=bool(value["use_default_rules"]),
+                baseline_min_buckets=int(value["baseline_min_buckets"]),
+                baseline_for_seconds=int(value["baseline_for_seconds"]),
+            )
+        except (KeyError, TypeError, ValueError) as err:
+            raise SubscriptionValidationError(
+                "request", f"is not a validated troubleshooting request ({err})"
+            ) from None
 
 
 _MAX_FIELD_NAME = 80

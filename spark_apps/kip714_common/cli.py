@@ -16,6 +16,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from kip714_common.errors import SparkAppInputError
+from kip714_common.selectors import SELECTORS, RunSelection, regex_problem
 
 _DURATION = re.compile(r"^\s*(\d+)\s*(ms|s|m|h|d)?\s*$")
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -83,6 +84,8 @@ class CommonArgs:
     interval: Interval
     metric_aliases: dict[str, str]
     counter_lookback: timedelta
+    selection: RunSelection | None = None
+    """``--selection``: a troubleshooting run's clients; None (the hourly runs) is every client."""
 
     @property
     def read_start(self) -> datetime:
@@ -99,6 +102,11 @@ def base_parser(description: str) -> argparse.ArgumentParser:
     parser.add_argument("--end", required=True, help="interval end (exclusive), ISO-8601")
     parser.add_argument("--bucket", default="1m", help="time bucket dividing one hour, e.g. 1m (default)")
     parser.add_argument("--metric-aliases", default=None, help="JSON file {normalised name: common name}")
+    parser.add_argument(
+        "--selection",
+        default=None,
+        help='JSON file {"match": {selector: regex}, "since": instant}: only those clients, from then on',
+    )
     parser.add_argument(
         "--counter-lookback",
         default=DEFAULT_COUNTER_LOOKBACK,
@@ -119,6 +127,35 @@ def _load_aliases(path: str | None) -> dict[str, str]:
     ):
         raise SparkAppInputError("--metric-aliases", "must hold one JSON object of string -> string", path)
     return loaded
+
+
+def load_selection(path: str | None) -> RunSelection | None:
+    """``--selection FILE``: ``{"match": {selector: regex}, "since": ISO instant}`` (kip714_troubleshoot
+    writes it), checked before Spark starts."""
+    if path is None:
+        return None
+    try:
+        loaded = json.loads(Path(path).read_text())
+    except (OSError, json.JSONDecodeError) as err:
+        raise SparkAppInputError("--selection", f"must be a readable JSON file ({err})", path) from err
+    if not isinstance(loaded, dict) or set(loaded) - {"match", "since"}:
+        raise SparkAppInputError("--selection", 'must hold one object with "match" and "since"', path)
+    match = loaded.get("match") or {}
+    if not isinstance(match, dict):
+        raise SparkAppInputError("--selection.match", "must be an object of selector -> regex", match)
+    for selector, pattern in match.items():
+        if selector not in SELECTORS:
+            raise SparkAppInputError(
+                f"--selection.match.{selector}", f"is not a selector ({', '.join(SELECTORS)})"
+            )
+        if not isinstance(pattern, str) or not pattern:
+            raise SparkAppInputError(f"--selection.match.{selector}", "must be a non-empty regex", pattern)
+        if (problem := regex_problem(pattern)) is not None:
+            raise SparkAppInputError(
+                f"--selection.match.{selector}", f"must be a valid regex ({problem})", pattern
+            )
+    since = parse_instant("--selection.since", loaded.get("since", ""))
+    return RunSelection(since=since, match=dict(match))
 
 
 def parse_common(
@@ -142,6 +179,7 @@ def parse_common(
         counter_lookback=timedelta(
             seconds=parse_duration_seconds("--counter-lookback", namespace.counter_lookback)
         ),
+        selection=load_selection(namespace.selection),
     )
     return namespace, common
 

@@ -22,7 +22,7 @@ from pathlib import Path
 from kip714_common.cli import parse_instant
 from kip714_common.errors import SparkAppInputError
 from kip714_common.landing_contract import CLIENT_IDENTITY_COLUMNS
-from kip714_common.selectors import SELECTORS, whole_value_pattern
+from kip714_common.selectors import SELECTORS, selector_condition
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
@@ -82,19 +82,11 @@ def metric_filter(prefixes: tuple[str, ...]) -> Column:
     return condition
 
 
-def selector_filter(match: dict[str, str]) -> Column:
-    condition = F.lit(True)
-    for selector, pattern in match.items():
-        value = F.col(selector).cast("string")
-        condition = condition & F.coalesce(value.rlike(whole_value_pattern(pattern)), F.lit(False))
-    return condition
-
-
 def window_rows(client_points: DataFrame, window: WindowSpec) -> DataFrame:
     """Per matched instance: identity, ``first_push_time`` under the window (or null), ``delay_seconds``."""
     at = F.lit(window.subscribed_at).cast("timestamp")
     push_time = F.coalesce(F.col("record_timestamp"), F.col("ts"))
-    matched = client_points.where(selector_filter(window.match))
+    matched = client_points.where(selector_condition(window.match))
     under = push_time >= at
     return (
         matched.groupBy("client_instance_id")

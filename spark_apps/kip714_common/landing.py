@@ -24,6 +24,7 @@ from kip714_common.errors import SparkAppInputError
 from kip714_common.files import session_files
 from kip714_common.names import METRIC_NAME_ALIASES
 from kip714_common.schemas import DATAPOINT_SCHEMA
+from kip714_common.selectors import RunSelection, selector_condition
 from kip714_common.series import (
     RAW_SERIES_COLUMNS,
     PointKind,
@@ -90,7 +91,7 @@ def committed_datapoint_files(
     if not path_exists(spark, f"{input_root}/{COMMITS_DIR}"):
         return None
     committed = {name.removesuffix(".commit") for name in _names(spark, f"{input_root}/{COMMITS_DIR}")}
-    selection = _CHUNKS_FROM
+    chunks_from = _CHUNKS_FROM
     files = []
     hour = start.replace(minute=0, second=0, microsecond=0)
     while hour < end:
@@ -102,7 +103,7 @@ def committed_datapoint_files(
                 name.endswith(".parquet")
                 and not hidden
                 and (not chunk_file or name.removesuffix(".parquet") in committed)
-                and (not chunk_file or selection is None or _chunk_selected(name, selection))
+                and (not chunk_file or chunks_from is None or _chunk_selected(name, chunks_from))
             ):
                 files.append(f"{folder}/{name}")
         hour += timedelta(hours=1)
@@ -216,18 +217,20 @@ def read_datapoints(
     start: datetime,
     end: datetime,
     metric_aliases: Mapping[str, str] | None = None,
+    selection: RunSelection | None = None,
 ) -> LandedPoints:
     """Data points with ``start <= time < end`` and a metric name, normalised (see module docstring).
 
     Read from the folders of ``[start, end + LATE_GRACE)``; rows without a metric name are skipped
-    (``landing_counts`` counts them for the run summary).
+    (``landing_counts`` counts them for the run summary). With a ``selection`` (a troubleshooting
+    run), only its clients' points and the broker records that concern them (``run_clients``).
     """
-    key = (input_root, start, end, tuple(sorted((metric_aliases or {}).items())))
+    key = (input_root, start, end, tuple(sorted((metric_aliases or {}).items())), selection_key(selection))
     if _SHARED is None:
-        return _read_datapoints(spark, input_root, start, end, metric_aliases)
+        return _read_datapoints(spark, input_root, start, end, metric_aliases, selection)
     with _SHARED.lock:  # steps may run concurrently (pipeline.py): the second reader waits, then shares
         if key not in _SHARED.reads:
-            points = _read_datapoints(spark, input_root, start, end, metric_aliases)
+            points = _read_datapoints(spark, input_root, start, end, metric_aliases, selection)
             if _SHARED.persist:
                 points = LandedPoints(cached(points.frame), points.kinds, points.series)
             _SHARED.reads[key] = points
@@ -240,12 +243,51 @@ def _read_datapoints(
     start: datetime,
     end: datetime,
     metric_aliases: Mapping[str, str] | None,
+    selection: RunSelection | None = None,
 ) -> LandedPoints:
     hours = landed_hours(spark, input_root, start, end + LATE_GRACE)
     hours = hours.where(F.col("metric_name").isNotNull())
     raw = hours.where((F.col("time") >= epoch_nanos(start)) & (F.col("time") < epoch_nanos(end)))
+    if selection is not None:
+        raw = run_clients(raw, selection)
     # the series of the whole hours: a superset, which is always safe, read without the time column
     return normalise(raw, metric_aliases, series_source=hours)
+
+
+def selection_key(selection: RunSelection | None) -> tuple[object, ...] | None:
+    return None if selection is None else (selection.since, tuple(sorted(selection.match.items())))
+
+
+def run_clients(frame: DataFrame, selection: RunSelection) -> DataFrame:
+    """The rows of ``frame`` (``DATAPOINT_SCHEMA``) that belong to a troubleshooting run.
+
+    Client records whose labels ``selection.match`` matches (``selectors.selector_condition``, the
+    broker's whole-value rule), pushed at or after ``selection.since``: a push landed in the margin
+    before the window was made under another subscription and would read as a gap in delivery.
+    Broker records: the broker's own series (no ``client_instance_id`` attribute: instance count,
+    unknown-subscription requests) whole, and the per-client series (throttles, plugin exports and
+    errors) of the instances kept above, by either form of their id. Other clients' rows are dropped.
+    """
+    since = F.lit(selection.since).cast("timestamp")
+    mine = (
+        (F.col("record_type") == "client")
+        & selector_condition(selection.match)
+        & (F.col("record_timestamp") >= since)
+    )
+    clients = frame.where(mine)
+    ids = (
+        clients.select(F.col("client_instance_id").alias("_instance"))
+        .unionByName(clients.select(F.col("client_instance_id_hex").alias("_instance")))
+        .where(F.col("_instance").isNotNull())
+        .distinct()
+    )
+    instance = F.col("attributes")["client_instance_id"]
+    brokers = frame.where(F.col("record_type") == "broker")
+    per_client = brokers.where(instance.isNotNull())
+    kept = per_client.join(
+        F.broadcast(ids), per_client["attributes"]["client_instance_id"] == ids["_instance"], "left_semi"
+    )
+    return clients.unionByName(brokers.where(instance.isNull())).unionByName(kept)
 
 
 @dataclass

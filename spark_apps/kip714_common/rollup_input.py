@@ -15,16 +15,22 @@ from kip714_common.landing import DATAPOINTS_DIR, hour_partition_filter, path_ex
 from kip714_common.outputs import table_path
 from kip714_common.rollup import rollup_points
 from kip714_common.schemas import ROLLUP_SCHEMA
+from kip714_common.selectors import RunSelection
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 
 def rollups_from_landing(
-    spark: SparkSession, input_root: str, window: Interval, lookback: timedelta, aliases: dict[str, str]
+    spark: SparkSession,
+    input_root: str,
+    window: Interval,
+    lookback: timedelta,
+    aliases: dict[str, str],
+    selection: RunSelection | None = None,
 ) -> DataFrame:
     """Client rollup rows of ``window`` computed from the landing zone (the rollups app's own pass)."""
     read_start = window.start - lookback
-    points = read_datapoints(spark, input_root, read_start, window.end, aliases)
+    points = read_datapoints(spark, input_root, read_start, window.end, aliases, selection)
     return rollup_points(points, window, read_start).where(F.col("record_type") == "client")
 
 
@@ -58,10 +64,11 @@ def load_rollups(
     window: Interval,
     lookback: timedelta,
     aliases: dict[str, str] | None = None,
+    selection: RunSelection | None = None,
 ) -> DataFrame:
     """Client rollup rows of ``window``, from the rollups table or computed from the landing zone."""
     if source == "landing":
-        return rollups_from_landing(spark, input_root, window, lookback, aliases or {})
+        return rollups_from_landing(spark, input_root, window, lookback, aliases or {}, selection)
     path = table_path(output_root, "rollups")
     if not path_exists(spark, path):
         raise SparkAppInputError(
@@ -80,6 +87,7 @@ def load_history(
     history: Interval,
     lookback: timedelta,
     aliases: dict[str, str],
+    selection: RunSelection | None = None,
 ) -> DataFrame | None:
     """Client rollup rows of ``history`` (the buckets before the judged window), or None if there are none.
 
@@ -89,11 +97,11 @@ def load_history(
     if history.end <= history.start:
         return None
     if source == "landing":
-        return rollups_from_landing(spark, input_root, history, lookback, aliases)
+        return rollups_from_landing(spark, input_root, history, lookback, aliases, selection)
     table = load_rollups(spark, source, input_root, output_root, history, lookback)
     first_epoch = table.agg(F.min(F.unix_seconds("bucket_start")).alias("first")).collect()[0]["first"]
     covered_from = history.end if first_epoch is None else datetime.fromtimestamp(first_epoch, UTC)
     if covered_from <= history.start or not path_exists(spark, f"{input_root}/{DATAPOINTS_DIR}"):
         return table
     older = Interval(history.start, covered_from, history.bucket_seconds)
-    return table.unionByName(rollups_from_landing(spark, input_root, older, lookback, aliases))
+    return table.unionByName(rollups_from_landing(spark, input_root, older, lookback, aliases, selection))

@@ -7,7 +7,13 @@ Every selector is also a landing column of the same name (``landing_contract.DAT
 
 from __future__ import annotations
 
-from typing import Final
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Final
+
+if TYPE_CHECKING:  # the function that builds a Column imports pyspark itself: this module stays pure
+    from pyspark.sql import Column
 
 SELECTORS: Final[tuple[str, ...]] = (
     "client_instance_id",
@@ -34,6 +40,31 @@ port) plus the broker-added ``principal``."""
 def whole_value_pattern(pattern: str) -> str:
     """Anchor a regex so that it must match the whole value, as the broker matches selectors."""
     return f"^(?:{pattern})$"
+
+
+def selector_condition(match: Mapping[str, str]) -> Column:
+    """Spark's predicate for ``match`` on rows with the selector columns: every regex (Java's engine,
+    as the broker's) matches its column's whole value; a null value matches nothing."""
+    from pyspark.sql import functions as F
+
+    condition = F.lit(True)
+    for selector, pattern in match.items():
+        value = F.col(selector).cast("string")
+        condition = condition & F.coalesce(value.rlike(whole_value_pattern(pattern)), F.lit(False))
+    return condition
+
+
+@dataclass(frozen=True)
+class RunSelection:
+    """The clients a troubleshooting run is about: those its selectors match, from its window's start.
+
+    Its landing holds every client that pushed while the window was open (and a margin before it);
+    the analysis keeps client records that match ``match`` and were pushed at or after ``since``, and
+    of the broker records the broker's own series and the per-client series of those clients.
+    """
+
+    since: datetime
+    match: Mapping[str, str] = field(default_factory=dict)
 
 
 def regex_problem(pattern: str) -> str | None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import threading
 import uuid
 from collections import Counter
 from pathlib import Path
@@ -97,8 +98,11 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 JAVA_CLIENT_JAR = REPO_ROOT / "tests" / "java_client" / "target" / "kip714-java-client.jar"
 
 
-def run_librdkafka_clients(config: dict[str, Any], client_prefix: str, seconds: float) -> dict[str, str]:
-    """Run a real librdkafka producer and consumer (metrics push on) for ``seconds``, then close them.
+def run_librdkafka_clients(
+    config: dict[str, Any], client_prefix: str, seconds: float, stop: threading.Event | None = None
+) -> dict[str, str]:
+    """Run a real librdkafka producer and consumer (metrics push on) for ``seconds`` (or until ``stop``
+    is set, when given), then close them.
 
     Returns role -> client.id. Closing sends librdkafka's final (terminating) push.
     """
@@ -120,7 +124,7 @@ def run_librdkafka_clients(config: dict[str, Any], client_prefix: str, seconds: 
     consumer.subscribe([topic])
     deadline = time.monotonic() + seconds
     sent = 0
-    while time.monotonic() < deadline:
+    while time.monotonic() < deadline and not (stop is not None and stop.is_set()):
         producer.produce(topic, value=f"message-{sent}".encode())
         sent += 1
         producer.poll(0)

@@ -130,7 +130,7 @@ def test_troubleshoot_on_s3_and_spark_standalone(
     assert not [key for key, n in offsets.items() if n > 1], "an offset landed twice"
     after_kill = [ts for ts in raw.column("timestamp").to_pylist() if ts.timestamp() > killed["killed_at"]]
     assert after_kill, "nothing landed from after the broker was killed: the window did not carry on"
-    area = RunArea(as_storage_path(landed["zone"]))
+    area = RunArea(as_storage_path(landed["area"]))
     rollups = read_table(area, "rollups")
     assert not rollups.empty and rollups["client_id"].str.startswith(prefix).any()
     report = as_storage_path(str(summary["xcom"]["report"]))

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from airflow_provider_kip714.troubleshooting.window import SENSOR_RETRIES
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DAGS = REPO_ROOT / "dags"
 PARSE = """
@@ -23,6 +25,7 @@ ours = [f"{w.category.__name__}: {w.message} ({w.filename}:{w.lineno})" for w in
 dags = {dag_id: {"tasks": sorted(t.task_id for t in dag.tasks),
                  "teardowns": sorted(t.task_id for t in dag.tasks if t.is_teardown),
                  "setups": sorted(t.task_id for t in dag.tasks if t.is_setup),
+                 "retries": {t.task_id: t.retries for t in dag.tasks},
                  "schedule": type(dag.timetable).__name__, "params": sorted(dag.params.keys()),
                  "kafka_conn_ids": sorted({t.kafka_config_id for t in dag.tasks
                                            if isinstance(getattr(t, "kafka_config_id", None), str)})}
@@ -61,6 +64,9 @@ def test_product_dags_import_cleanly(tmp_path: Path) -> None:
     assert troubleshoot["setups"] == ["open_subscription"]
     assert troubleshoot["teardowns"] == ["check_subscription_gone", "close_subscription"]
     assert {"write_rules", "analytics", "report", "validate_request"} <= set(troubleshoot["tasks"])
+    # only the sensor retries (apache/airflow #67287; SENSOR_RETRIES): it opens and deletes nothing
+    retrying = {task: retries for task, retries in troubleshoot["retries"].items() if retries}
+    assert retrying == {"wait_for_pushes": SENSOR_RETRIES} and SENSOR_RETRIES >= 1
     assert {
         "client_id",
         "client_source_port",

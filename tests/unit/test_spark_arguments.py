@@ -151,3 +151,47 @@ def test_package_builds_a_reproducible_zip_and_launch_arguments(tmp_path):
     ]  # fmt: skip
     with pytest.raises(ValueError, match="application"):
         application_path("report")
+
+
+def test_selection_file_is_read_once_before_spark(tmp_path: Path) -> None:
+    """``--selection``: a troubleshooting run's selectors and window start, parsed with the shared flags."""
+    path = tmp_path / "selection.json"
+    path.write_text(json.dumps({"match": {"client_id": "orders-.*"}, "since": "2026-01-31T13:05:10+00:00"}))
+    common = _parse(
+        "--start", "2026-01-31T13:05:10Z", "--end", "2026-01-31T13:06:00Z", "--selection", str(path)
+    )
+    assert common.selection is not None
+    assert common.selection.match == {"client_id": "orders-.*"}
+    assert common.selection.since == datetime(2026, 1, 31, 13, 5, 10, tzinfo=UTC)
+    assert _parse("--start", "2026-01-31T13:05:10Z", "--end", "2026-01-31T13:06:00Z").selection is None
+
+
+@pytest.mark.parametrize(
+    ("document", "field", "rule"),
+    [
+        (
+            {"match": {"client_colour": "red"}, "since": "2026-01-31T13:00:00Z"},
+            "--selection.match.client_colour",
+            "is not a selector",
+        ),
+        (
+            {"match": {"client_id": "(orders"}, "since": "2026-01-31T13:00:00Z"},
+            "--selection.match.client_id",
+            "unbalanced",
+        ),
+        (
+            {"match": {"client_id": ""}, "since": "2026-01-31T13:00:00Z"},
+            "--selection.match.client_id",
+            "non-empty",
+        ),
+        ({"match": {}, "since": "yesterday"}, "--selection.since", "ISO-8601"),
+        ({"match": {}, "since": "2026-01-31T13:00:00Z", "until": "x"}, "--selection", '"match" and "since"'),
+        (["client_id=orders-.*"], "--selection", '"match" and "since"'),
+    ],
+)
+def test_bad_selection_names_the_field(tmp_path: Path, document: object, field: str, rule: str) -> None:
+    path = tmp_path / "selection.json"
+    path.write_text(json.dumps(document))
+    with pytest.raises(SparkAppInputError) as raised:
+        _parse("--start", "2026-01-31T13:05:10Z", "--end", "2026-01-31T13:06:00Z", "--selection", str(path))
+    assert raised.value.field == field and rule in raised.value.rule

@@ -369,3 +369,35 @@ def test_a_threshold_on_collected_metrics_is_accepted(metrics: list, prefix: str
     threshold = {"metric_prefix": prefix, "threshold": 1}
     request = TroubleshootingRequest.from_params(defaults(metrics=metrics, thresholds=[threshold]))
     assert request.thresholds[0].metric_prefix == prefix
+
+
+def test_request_travels_through_xcom_typed_and_is_not_validated_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``validate_request`` validates once; later tasks rebuild the same typed request from its XCom."""
+    request = TroubleshootingRequest.from_params(
+        defaults(
+            client_id="orders-.*",
+            match=["client_software_name=apache-kafka-java"],
+            metrics=["org.apache.kafka.producer."],
+            thresholds=[
+                {"metric_prefix": "org.apache.kafka.producer.record", "threshold": 5, "for_seconds": 10}
+            ],
+        )
+    )
+    travelled = json.loads(json.dumps(request.as_xcom()))  # XCom stores JSON
+    monkeypatch.setattr(
+        TroubleshootingRequest, "from_params", classmethod(lambda cls, params: pytest.fail("validated again"))
+    )
+    again = TroubleshootingRequest.from_xcom(travelled)
+    assert again == request
+    assert again.match_map() == {"client_id": "orders-.*", "client_software_name": "apache-kafka-java"}
+    assert again.thresholds[0].for_seconds == 10 and isinstance(again.thresholds, tuple)
+
+
+def test_request_xcom_of_another_shape_is_refused_naming_it() -> None:
+    written = TroubleshootingRequest.from_params(defaults()).as_xcom()
+    del written["metrics"]
+    with pytest.raises(SubscriptionValidationError) as raised:
+        TroubleshootingRequest.from_xcom(written)
+    assert raised.value.field == "request" and "metrics" in raised.value.rule
