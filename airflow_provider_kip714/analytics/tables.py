@@ -139,3 +139,21 @@ def distinct_values(zone: RunArea, table: str, column: str, equal: dict[str, str
 def client_metric_names(zone: RunArea) -> list[str]:
     """Distinct client metric names in the zone's rollups (empty when none were written)."""
     return distinct_values(zone, "rollups", "metric_name", equal={"record_type": "client"})
+
+
+def instance_attribute(zone: RunArea, table: str, key: str) -> dict[str, str]:
+    """``client_instance_id`` -> one of its resource attributes (a consumer's ``group_id``).
+
+    Looked up by pyarrow in the MAP column, so a fleet's rows are not turned into Python dicts one by
+    one (``read_table`` does that for whole MAP columns); the first non-empty value per instance wins.
+    """
+    dataset = _dataset(zone, table)
+    if dataset is None or not {"client_instance_id", "resource_attributes"} <= set(dataset.schema.names):
+        return {}
+    data = dataset.to_table(columns=["client_instance_id", "resource_attributes"])
+    values = pc.map_lookup(data["resource_attributes"], pa.scalar(key), "first")
+    found: dict[str, str] = {}
+    for instance, value in zip(data["client_instance_id"].to_pylist(), values.to_pylist(), strict=True):
+        if instance and value and instance not in found:
+            found[instance] = value
+    return found

@@ -12,7 +12,7 @@ from typing import Any, Final
 
 import pandas as pd
 
-from airflow_provider_kip714.analytics.tables import read_table
+from airflow_provider_kip714.analytics.tables import instance_attribute, read_table
 from airflow_provider_kip714.contract.selectors import matcher
 from airflow_provider_kip714.report import fleet_health
 from airflow_provider_kip714.report.charts import (
@@ -128,12 +128,41 @@ class Tables:
     silent: pd.DataFrame
 
 
+ROLLUP_COLUMNS: Final = [
+    *CLIENT_IDENTITY_COLUMNS,
+    "record_type",
+    "bucket_start",
+    "bucket_end",
+    "bucket_seconds",
+    "metric_name",
+    "metric_unit",
+    "attributes_key",
+    "signal",
+    "avg",
+    "min",
+    "max",
+    "count",
+]
+"""What the report reads of the rollups; the rest (labels as maps, histograms) it never shows."""
+GROUP_COLUMN: Final = "group_id"
+"""Added to the rollups read: the consumer group of each instance (``instance_attribute``)."""
+
+
+def read_rollups(zone: RunArea) -> pd.DataFrame:
+    """The client rows of the rollups with ``ROLLUP_COLUMNS`` and each instance's ``group_id``."""
+    rollups = read_table(zone, "rollups", columns=ROLLUP_COLUMNS)
+    if rollups.empty:
+        return rollups.assign(**{GROUP_COLUMN: pd.Series(dtype=object)})
+    rollups = rollups[rollups["record_type"] == "client"]
+    groups = instance_attribute(zone, "rollups", "group_id")
+    return rollups.assign(**{GROUP_COLUMN: rollups["client_instance_id"].map(groups)})
+
+
 def read_tables(
     zone: RunArea, window: tuple[datetime, datetime] | None, selectors: Mapping[str, str]
 ) -> Tables:
-    rollups = read_table(zone, "rollups")
-    if not rollups.empty:
-        rollups = _clip(rollups[rollups["record_type"] == "client"], "bucket_start", window, "bucket_end")
+    rollups = read_rollups(zone)
+    rollups = _clip(rollups, "bucket_start", window, "bucket_end")
     anomalies = _clip(read_table(zone, "anomalies"), "breach_start", window, "breach_end")
     broker_clients = _clip(read_table(zone, "broker_client_metrics"), "bucket_start", window, "bucket_end")
     delivery = fleet_health.clip_hours(read_table(zone, "delivery"), window)

@@ -385,12 +385,11 @@ def _peer_instances(rollups: pd.DataFrame, peer_group: str) -> list[str]:
     kind = peer_kind(peer_group)
     if kind is None or rollups.empty:
         return []
-    columns = [c for c in (*CLIENT_IDENTITY_COLUMNS, "resource_attributes") if c in rollups.columns]
+    columns = [c for c in (*CLIENT_IDENTITY_COLUMNS, "group_id") if c in rollups.columns]
     members = []
     for row in rollups[columns].drop_duplicates("client_instance_id").to_dict("records"):
-        attributes = (
-            row.get("resource_attributes") if isinstance(row.get("resource_attributes"), dict) else {}
-        )
+        group = row.get("group_id")
+        attributes = {"group_id": group} if isinstance(group, str) else {}
         if peer_group_of(kind, row, attributes) == peer_group:
             members.append(str(row["client_instance_id"]))
     return members

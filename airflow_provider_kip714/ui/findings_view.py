@@ -19,29 +19,13 @@ from airflow_provider_kip714.analytics.tables import read_table
 from airflow_provider_kip714.findings.model import Finding
 from airflow_provider_kip714.findings.store import AutoWindow, LiveStatus, LiveStore
 from airflow_provider_kip714.report import fleet_health
-from airflow_provider_kip714.report.assemble import Content, Tables, assemble
+from airflow_provider_kip714.report.assemble import GROUP_COLUMN, Content, Tables, assemble, read_rollups
 from airflow_provider_kip714.storage.data_root import RunArea, StoragePath
-from spark_apps.kip714_common.landing_contract import CLIENT_IDENTITY_COLUMNS
 
 DEFAULT_SPAN: Final = timedelta(hours=1)
 PAGE_CHARTS: Final = 24
 PAGE_CARDS: Final = 12
 PAGE_TOP: Final = 8
-ROLLUP_COLUMNS: Final = [
-    *CLIENT_IDENTITY_COLUMNS,
-    "record_type",
-    "resource_attributes",
-    "bucket_start",
-    "bucket_end",
-    "bucket_seconds",
-    "metric_name",
-    "metric_unit",
-    "attributes_key",
-    "signal",
-    "avg",
-    "max",
-    "count",
-]
 
 
 @dataclass(frozen=True)
@@ -75,13 +59,12 @@ def _library(frame: pd.DataFrame) -> pd.Series:
 
 def _groups(rollups: pd.DataFrame) -> pd.DataFrame:
     """client_instance_id -> consumer group (``group_id`` resource attribute), one row per pair."""
-    if rollups.empty or "resource_attributes" not in rollups.columns:
+    if rollups.empty or GROUP_COLUMN not in rollups.columns:
         return pd.DataFrame(columns=["client_instance_id", "group"])
     firsts = rollups.drop_duplicates("client_instance_id")
-    groups = firsts["resource_attributes"].map(
-        lambda attrs: (attrs or {}).get("group_id", "") if isinstance(attrs, dict) else ""
+    return pd.DataFrame(
+        {"client_instance_id": firsts["client_instance_id"], "group": firsts[GROUP_COLUMN].fillna("")}
     )
-    return pd.DataFrame({"client_instance_id": firsts["client_instance_id"], "group": groups})
 
 
 def choices(rollups: pd.DataFrame) -> Choices:
@@ -140,9 +123,7 @@ class RunView:
 
 def run_view(zone: RunArea, filters: Filters, span: timedelta = DEFAULT_SPAN) -> RunView:
     """Findings and metric charts of the newest ``span`` of a run's data, for the clients the filters keep."""
-    rollups = read_table(zone, "rollups", columns=ROLLUP_COLUMNS)
-    if not rollups.empty:
-        rollups = rollups[rollups["record_type"] == "client"]
+    rollups = read_rollups(zone)
     since = rollups["bucket_start"].max() - span if not rollups.empty else None
     rollups = _newest(rollups, "bucket_start", since)
     keep = matching_instances(rollups, filters)

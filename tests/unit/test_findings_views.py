@@ -51,7 +51,7 @@ def test_report_cards_and_charts_keep_client_text_as_data(tmp_path: Path, text: 
     assert not any(char in html for char in RAW)
     data = chart_data(html)
     labels = [line["label"] for chart in data["charts"] for line in chart["lines"]]
-    shown = text.encode("unicode_escape").decode() if any(c in text for c in RAW + ("\n",)) else text
+    shown = text.encode("unicode_escape").decode() if any(c in text for c in (*RAW, "\n")) else text
     assert any(shown[:20] in label for label in labels), (shown, labels)
     assert any(text in chart["title"] or shown in chart["title"] for chart in data["charts"])
 
