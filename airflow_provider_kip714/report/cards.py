@@ -44,12 +44,13 @@ def who(finding: Finding) -> list[tuple[str, str]]:
     if client.client_instance_id is None and client.client_id is None:
         return [("broker", str(finding.broker_node_id if finding.broker_node_id is not None else "?"))]
     software = " ".join(str(v) for v in (client.client_software_name, client.client_software_version) if v)
-    return [
+    rows = [
         ("client id", str(client.client_id or "?")),
         ("instance", str(client.client_instance_id or "?")),
         ("software", software or "?"),
         ("principal", str(client.principal or "?")),
     ]
+    return [*rows, ("source", client.client_source_address)] if client.client_source_address else rows
 
 
 def since_text(finding: Finding, now: datetime | None = None) -> str:

@@ -17,6 +17,7 @@ import pytest
 from airflow_provider_kip714.report import build_report
 from airflow_provider_kip714.storage.data_root import RunArea
 from tests.support.ui_demo_data import land_demo_analytics
+from tests.ui.charts import hover_point, legend_values
 from tests.ui.test_ui_browser import CHROMEDRIVER, CHROMIUM, WAIT_S, start_chromium
 
 END = datetime(2026, 11, 27, 21, 0, tzinfo=UTC)
@@ -32,33 +33,6 @@ def browser(tmp_path: Path) -> Iterator[Any]:
         yield driver
     finally:
         driver.quit()
-
-
-def hover_point(driver: Any, chart_id: str, index: int) -> None:
-    """Move the mouse over point ``index`` of the chart's first series (where uPlot draws it)."""
-    from selenium.webdriver.common.action_chains import ActionChains
-    from selenium.webdriver.common.by import By
-
-    over = driver.find_element(By.CSS_SELECTOR, f'[data-chart="{chart_id}"] .u-over')
-    left, top = driver.execute_script(
-        "const u = window.kip714Charts.charts[arguments[0]];"
-        "return [u.valToPos(u.data[0][arguments[1]], 'x'), u.valToPos(u.data[1][arguments[1]], 'y')];",
-        chart_id,
-        index,
-    )
-    size = over.size
-    driver.execute_script("arguments[0].scrollIntoView({block: 'center'});", over)
-    ActionChains(driver).move_to_element_with_offset(
-        over, int(left - size["width"] / 2), int(top - size["height"] / 2)
-    ).perform()
-
-
-def legend_values(driver: Any, chart_id: str) -> list[str]:
-    return driver.execute_script(
-        "return [...document.querySelectorAll(`[data-chart='${arguments[0]}'] .u-legend .u-series .u-value`)]"
-        ".map(cell => cell.textContent);",
-        chart_id,
-    )
 
 
 def test_report_charts_answer_hover_and_toggle_offline(tmp_path: Path, browser: Any) -> None:
