@@ -145,15 +145,16 @@ def instance_attribute(zone: RunArea, table: str, key: str) -> dict[str, str]:
     """``client_instance_id`` -> one of its resource attributes (a consumer's ``group_id``).
 
     Looked up by pyarrow in the MAP column, so a fleet's rows are not turned into Python dicts one by
-    one (``read_table`` does that for whole MAP columns); the first non-empty value per instance wins.
+    one (``read_table`` does that for whole MAP columns); the greatest value per instance wins
+    (an instance's resource attributes do not change).
     """
     dataset = _dataset(zone, table)
     if dataset is None or not {"client_instance_id", "resource_attributes"} <= set(dataset.schema.names):
         return {}
     data = dataset.to_table(columns=["client_instance_id", "resource_attributes"])
     values = pc.map_lookup(data["resource_attributes"], pa.scalar(key), "first")
-    found: dict[str, str] = {}
-    for instance, value in zip(data["client_instance_id"].to_pylist(), values.to_pylist(), strict=True):
-        if instance and value and instance not in found:
-            found[instance] = value
-    return found
+    pairs = pa.table({"i": data["client_instance_id"], "v": values}).filter(pc.is_valid(values))
+    firsts = pairs.group_by("i").aggregate([("v", "max")])  # one value per instance, deterministically
+    return {
+        i: v for i, v in zip(firsts["i"].to_pylist(), firsts["v_max"].to_pylist(), strict=True) if i and v
+    }

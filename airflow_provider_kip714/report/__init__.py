@@ -5,7 +5,8 @@
     print(result.html_path)   # <zone>/report/report.html
 
 Modules, in the order imports run: ``html`` (escaped building blocks, the bundled chart files; a leaf),
-``charts`` (charts as data), ``findings`` (finding cards and their charts), ``cards`` (cards as HTML),
+``charts`` (charts as data), ``findings`` (tables -> finding cards), ``finding_charts`` (each card's
+chart), ``cards`` (cards as HTML),
 ``fleet_health`` (delivery, convergence, capabilities), ``assemble`` (tables -> content, shared with the
 UI page), ``page`` (the document), ``builder`` (writes it).
 

@@ -26,11 +26,10 @@ from airflow_provider_kip714.report.charts import (
     metric_charts,
     values_frame,
 )
+from airflow_provider_kip714.report.finding_charts import Inputs, card_chart
 from airflow_provider_kip714.report.findings import (
     Card,
-    Inputs,
     anomaly_findings,
-    card_chart,
     ordered,
     plugin_error_findings,
     silent_findings,

@@ -2,35 +2,20 @@
 
 Each becomes a ``findings.model.Finding`` (the type live mode announces, so the report, the UI page and
 the alerts describe one thing one way) and a ``Card``: the finding plus one chart showing exactly what
-it was judged against: the client's series over its peers' median and spread, over its own baseline,
-or under a threshold line, with the breach shaded.
+it was judged against (``finding_charts``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
-from typing import Any, Final
+from typing import Any
 
 import pandas as pd
 
 from airflow_provider_kip714.findings.model import ClientIdentity, Finding, FindingKind, Severity
-from airflow_provider_kip714.report.charts import (
-    PEER_FILL,
-    SEVERITY_COLOURS,
-    Band,
-    Chart,
-    Line,
-    Palette,
-    epoch,
-    percentile_band,
-    spans,
-)
-from spark_apps.kip714_common.identity import baseline_client_group, peer_group_of, peer_kind
+from airflow_provider_kip714.report.charts import Chart
 from spark_apps.kip714_common.landing_contract import CLIENT_IDENTITY_COLUMNS
-
-MEDIAN_COLOUR: Final = "#334e68"
 
 
 @dataclass
@@ -42,30 +27,18 @@ class Card:
     chart: Chart | None = None
 
 
-@dataclass(frozen=True)
-class Inputs:
-    """The window's tables a card's chart is drawn from."""
-
-    rollups: pd.DataFrame
-    thresholds: pd.DataFrame
-    broker_metrics: pd.DataFrame
-    broker_clients: pd.DataFrame
-    group_by: Sequence[str]
-    window_end: datetime | None
-
-
 def _identity(row: Mapping[str, Any]) -> ClientIdentity:
     return ClientIdentity.from_row(
-        {k: (None if _missing(row.get(k)) else row.get(k)) for k in CLIENT_IDENTITY_COLUMNS}
+        {k: (None if missing(row.get(k)) else row.get(k)) for k in CLIENT_IDENTITY_COLUMNS}
     )
 
 
-def _missing(value: object) -> bool:
+def missing(value: object) -> bool:
     return value is None or (not isinstance(value, str | dict | list) and bool(pd.isna(value)))
 
 
-def _number(value: object) -> float | None:
-    return None if _missing(value) else float(value)  # type: ignore[arg-type]
+def number(value: object) -> float | None:
+    return None if missing(value) else float(value)  # type: ignore[arg-type]
 
 
 def _duration(seconds: float | None) -> str:
@@ -82,10 +55,10 @@ def _duration(seconds: float | None) -> str:
 def anomaly_findings(anomalies: pd.DataFrame) -> list[Card]:
     cards = []
     for row in anomalies.to_dict("records"):
-        peak, threshold = _number(row.get("peak_value")), _number(row.get("threshold"))
-        baseline = row.get("baseline_kind") if not _missing(row.get("baseline_kind")) else None
+        peak, threshold = number(row.get("peak_value")), number(row.get("threshold"))
+        baseline = row.get("baseline_kind") if not missing(row.get("baseline_kind")) else None
         against = "peers" if baseline == "peers" else "own" if row.get("kind") == "baseline" else "threshold"
-        duration = _duration(_number(row.get("duration_seconds")))
+        duration = _duration(number(row.get("duration_seconds")))
         if against == "peers":
             summary = (
                 f"{peak:.3g} peer scales from the median of its peers for {duration} "
@@ -100,22 +73,22 @@ def anomaly_findings(anomalies: pd.DataFrame) -> list[Card]:
             severity=Severity(row.get("severity") or "warning"),
             since=pd.Timestamp(row["breach_start"]).to_pydatetime(),
             ended=pd.Timestamp(row["breach_end"]).to_pydatetime()
-            if not _missing(row.get("breach_end"))
+            if not missing(row.get("breach_end"))
             else None,
             summary=summary,
             client=_identity(row),
             metric_name=str(row.get("metric_name")),
-            attributes_key=None if _missing(row.get("attributes_key")) else str(row["attributes_key"]),
+            attributes_key=None if missing(row.get("attributes_key")) else str(row["attributes_key"]),
             observed=peak,
             expected=threshold,
             against=against,
-            peer_group=None if _missing(row.get("peer_group")) else str(row["peer_group"]),
+            peer_group=None if missing(row.get("peer_group")) else str(row["peer_group"]),
         )
         details = [
             ("rule", str(row.get("rule_name") or "")),
             ("labels", str(row.get("attributes_key") or "(none)")),
         ]
-        if not _missing(row.get("excess_ratio")):
+        if not missing(row.get("excess_ratio")):
             details.append(("excess", f"{float(row['excess_ratio']):+.0%} over the threshold"))
         cards.append(Card(finding, details))
     return cards
@@ -124,10 +97,10 @@ def anomaly_findings(anomalies: pd.DataFrame) -> list[Card]:
 def silent_findings(silent: pd.DataFrame) -> list[Card]:
     cards = []
     for row in silent.to_dict("records"):
-        instance = None if _missing(row.get("client_instance_id")) else row["client_instance_id"]
-        broker = None if _missing(row.get("broker_node_id")) else int(row["broker_node_id"])
-        unseen = _number(row.get("unseen_instances"))
-        reason = "" if _missing(row.get("reason")) else str(row["reason"])
+        instance = None if missing(row.get("client_instance_id")) else row["client_instance_id"]
+        broker = None if missing(row.get("broker_node_id")) else int(row["broker_node_id"])
+        unseen = number(row.get("unseen_instances"))
+        reason = "" if missing(row.get("reason")) else str(row["reason"])
         summary = reason or (
             f"{int(unseen)} instance(s) known to broker {broker} not pushing" if unseen else "no push"
         )
@@ -138,8 +111,8 @@ def silent_findings(silent: pd.DataFrame) -> list[Card]:
             summary=summary,
             client=_identity(row) if instance else ClientIdentity(),
             broker_node_id=broker,
-            observed=_number(row.get("landed_pushes")),
-            expected=_number(row.get("expected_pushes")),
+            observed=number(row.get("landed_pushes")),
+            expected=number(row.get("expected_pushes")),
             against="expected_pushes",
         )
         cards.append(
@@ -168,7 +141,7 @@ def throttled_findings(broker_clients: pd.DataFrame) -> list[Card]:
             since=pd.Timestamp(first["bucket_start"]).to_pydatetime(),
             summary=f"broker throttled up to {ratio:.0%} of its pushes in {len(part)} bucket(s)",
             client=_identity(first),
-            broker_node_id=None if _missing(first.get("broker_node_id")) else int(first["broker_node_id"]),
+            broker_node_id=None if missing(first.get("broker_node_id")) else int(first["broker_node_id"]),
             observed=ratio,
             against="ratio",
         )
@@ -197,7 +170,7 @@ def plugin_error_findings(broker_metrics: pd.DataFrame) -> list[Card]:
             since=pd.Timestamp(errors["bucket_start"].iloc[0]).to_pydatetime(),
             summary=f"{int(total)} push(es) the plugin failed to export, {int(exported)} exported"
             + (" (plugin failing)" if failing else ""),
-            broker_node_id=None if _missing(node) else int(node),
+            broker_node_id=None if missing(node) else int(node),
             observed=total,
             expected=exported,
             against="ratio",
@@ -212,250 +185,4 @@ def ordered(cards: Sequence[Card]) -> list[Card]:
 
 
 def _time(value: object) -> str:
-    return "" if _missing(value) else pd.Timestamp(value).strftime("%Y-%m-%d %H:%M:%S")
-
-
-# -- the chart of each card ------------------------------------------------------------------------------
-
-
-def card_chart(card: Card, chart_id: str, inputs: Inputs, palette: Palette) -> Chart | None:
-    finding = card.finding
-    if finding.kind is FindingKind.ANOMALY:
-        return _anomaly_chart(finding, chart_id, inputs, palette)
-    if finding.kind is FindingKind.SILENT_CLIENT:
-        return _silent_chart(finding, chart_id, inputs, palette)
-    if finding.kind is FindingKind.THROTTLED_CLIENT:
-        return _broker_series_chart(
-            finding,
-            chart_id,
-            inputs.broker_clients,
-            "client_instance_id",
-            finding.client.client_instance_id,
-            "throttle_ratio",
-            palette,
-        )
-    return _broker_series_chart(
-        finding,
-        chart_id,
-        inputs.broker_metrics,
-        "broker_node_id",
-        finding.broker_node_id,
-        "plugin_errors",
-        palette,
-    )
-
-
-def _metric_rows(rollups: pd.DataFrame, metric: str | None, attributes_key: str | None) -> pd.DataFrame:
-    if rollups.empty:
-        return rollups
-    rows = rollups[rollups["metric_name"] == metric]
-    keys = rows["attributes_key"].fillna("")
-    same = rows[keys == (attributes_key or "")]
-    return same if not same.empty else rows
-
-
-def _series(rows: pd.DataFrame, column: str) -> pd.DataFrame:
-    """bucket x instance of ``column`` (``signal`` falls back to ``avg``), label sets averaged."""
-    values = rows[column] if column in rows.columns else rows.get("signal")
-    if values is None:
-        return pd.DataFrame()
-    if column == "signal" and "avg" in rows.columns:
-        values = values.fillna(rows["avg"])
-    frame = pd.DataFrame(
-        {"t": rows["bucket_start"], "i": rows["client_instance_id"].fillna(""), "v": values.astype(float)}
-    )
-    return frame.groupby(["t", "i"])["v"].mean().unstack("i").sort_index()
-
-
-def _anomaly_chart(finding: Finding, chart_id: str, inputs: Inputs, palette: Palette) -> Chart | None:
-    instance = finding.client.client_instance_id or ""
-    rows = _metric_rows(inputs.rollups, finding.metric_name, finding.attributes_key)
-    column = "signal" if finding.against == "peers" else _field(inputs.thresholds, finding)
-    wide = _series(rows, column)
-    if wide.empty or instance not in wide.columns:
-        return None
-    unit = (
-        str(rows["metric_unit"].dropna().iloc[0])
-        if "metric_unit" in rows.columns and rows["metric_unit"].notna().any()
-        else ""
-    )
-    chart = Chart(chart_id, f"{finding.metric_name}", unit, [epoch(t) for t in wide.index])
-    chart.lines.append(
-        Line(_who(finding), list(wide[instance]), palette.colour(instance), 2.6, client=instance)
-    )
-    if finding.against == "peers" and finding.peer_group:
-        peers = [
-            c
-            for c in _peer_instances(inputs.rollups, finding.peer_group)
-            if c in wide.columns and c != instance
-        ]
-        if peers:
-            median, low, high = percentile_band(wide[peers])
-            chart.lines.append(
-                Line(f"peers' median ({finding.peer_group})", list(median), MEDIAN_COLOUR, 1.6, (6, 3))
-            )
-            chart.lines.append(Line("peers' 90th pct", list(high), "#829ab1", 0.8))
-            chart.lines.append(Line("peers' 10th pct", list(low), "#829ab1", 0.8))
-            chart.bands.append(Band(2, 3, PEER_FILL))
-            chart.note = (
-                f"Against {len(peers)} peer(s) in {finding.peer_group}: "
-                "their median and 10th-90th percentile band."
-            )
-    elif finding.against == "own":
-        for label, value, colour in _baseline_levels(inputs, finding):
-            chart.lines.append(Line(label, [value] * len(chart.times), colour, 1.2, (6, 3)))
-        chart.note = "Against its own baseline, learned from the history before the window."
-    else:
-        for label, value, colour in (
-            (f"threshold {finding.expected:g}", finding.expected, SEVERITY_COLOURS["warning"]),
-        ):
-            if value is not None:
-                chart.lines.append(Line(label, [value] * len(chart.times), colour, 1.2, (6, 3)))
-        critical = _critical(inputs.thresholds, finding)
-        if critical is not None:
-            chart.lines.append(
-                Line(
-                    f"critical {critical:g}",
-                    [critical] * len(chart.times),
-                    SEVERITY_COLOURS["critical"],
-                    1.2,
-                    (6, 3),
-                )
-            )
-        chart.note = f"Against the rule's threshold (field {column})."
-    chart.shade = spans([finding.since], [finding.ended or finding.since])
-    return chart
-
-
-def _who(finding: Finding) -> str:
-    return str(finding.client.client_id or finding.client.client_instance_id or "client")
-
-
-def _field(thresholds: pd.DataFrame, finding: Finding) -> str:
-    rows = _threshold_rows(thresholds, finding)
-    fields = [str(f) for f in rows["field"].dropna()] if not rows.empty else []
-    return fields[0] if fields and fields[0] not in ("peer_deviation",) else "signal"
-
-
-def _threshold_rows(thresholds: pd.DataFrame, finding: Finding) -> pd.DataFrame:
-    if thresholds.empty:
-        return thresholds
-    return thresholds[thresholds["metric_name"] == finding.metric_name]
-
-
-def _critical(thresholds: pd.DataFrame, finding: Finding) -> float | None:
-    rows = _threshold_rows(thresholds, finding)
-    if rows.empty:
-        return None
-    rows = rows[(rows["kind"] == "static") & (rows["threshold"] == finding.expected)]
-    values = rows["critical_threshold"].dropna() if not rows.empty else []
-    return float(values.iloc[0]) if len(values) else None
-
-
-def _baseline_levels(inputs: Inputs, finding: Finding) -> list[tuple[str, float, str]]:
-    rows = _threshold_rows(inputs.thresholds, finding)
-    if rows.empty:
-        return (
-            []
-            if finding.expected is None
-            else [(f"threshold {finding.expected:g}", finding.expected, SEVERITY_COLOURS["warning"])]
-        )
-    group = baseline_client_group(vars(finding.client), inputs.group_by)
-    mine = rows[(rows["kind"] == "baseline") & (rows["client_group"] == group)]
-    if "attributes_key" in mine.columns:
-        keyed = mine[mine["attributes_key"].fillna("") == (finding.attributes_key or "")]
-        mine = keyed if not keyed.empty else mine
-    levels = []
-    if not mine.empty:
-        row = mine.iloc[-1]
-        for label, column, colour in (
-            ("baseline median", "median", MEDIAN_COLOUR),
-            ("threshold", "threshold", SEVERITY_COLOURS["warning"]),
-            ("critical", "critical_threshold", SEVERITY_COLOURS["critical"]),
-        ):
-            value = _number(row.get(column))
-            if value is not None:
-                levels.append((f"{label} {value:.4g}", value, colour))
-    elif finding.expected is not None:
-        levels.append((f"threshold {finding.expected:g}", finding.expected, SEVERITY_COLOURS["warning"]))
-    return levels
-
-
-def _peer_instances(rollups: pd.DataFrame, peer_group: str) -> list[str]:
-    kind = peer_kind(peer_group)
-    if kind is None or rollups.empty:
-        return []
-    columns = [c for c in (*CLIENT_IDENTITY_COLUMNS, "group_id") if c in rollups.columns]
-    members = []
-    for row in rollups[columns].drop_duplicates("client_instance_id").to_dict("records"):
-        group = row.get("group_id")
-        attributes = {"group_id": group} if isinstance(group, str) else {}
-        if peer_group_of(kind, row, attributes) == peer_group:
-            members.append(str(row["client_instance_id"]))
-    return members
-
-
-def _silent_chart(finding: Finding, chart_id: str, inputs: Inputs, palette: Palette) -> Chart | None:
-    instance = finding.client.client_instance_id
-    rollups = inputs.rollups
-    if not instance or rollups.empty:
-        return None
-    mine = rollups[rollups["client_instance_id"] == instance]
-    if mine.empty:
-        return None
-    buckets = sorted(rollups["bucket_start"].unique())
-    counts = mine.groupby("bucket_start").size().reindex(buckets, fill_value=0)
-    chart = Chart(chart_id, "series received per bucket", "series", [epoch(t) for t in buckets])
-    chart.lines.append(
-        Line(_who(finding), [float(v) for v in counts], palette.colour(instance), 2.6, client=instance)
-    )
-    end = inputs.window_end or pd.Timestamp(buckets[-1]).to_pydatetime()
-    chart.shade = spans([finding.since], [end])
-    chart.note = "Shaded: silent, from the last push the broker saw to the end of the window."
-    return chart
-
-
-def _broker_series_chart(
-    finding: Finding,
-    chart_id: str,
-    frame: pd.DataFrame,
-    key: str,
-    value: object,
-    column: str,
-    palette: Palette,
-) -> Chart | None:
-    if frame.empty or value is None or column not in frame.columns:
-        return None
-    mine = frame[frame[key] == value].sort_values("bucket_start")
-    if mine.empty:
-        return None
-    grouped = mine.groupby("bucket_start")[column].max()
-    chart = Chart(chart_id, column.replace("_", " "), "", [epoch(t) for t in grouped.index])
-    colour = palette.colour(str(value)) if key == "client_instance_id" else SEVERITY_COLOURS["critical"]
-    chart.lines.append(
-        Line(_who(finding) if key == "client_instance_id" else f"broker {value}", list(grouped), colour, 2.4)
-    )
-    if column == "plugin_errors" and "pushes_exported" in mine.columns:
-        chart.lines.append(
-            Line(
-                "pushes exported",
-                list(mine.groupby("bucket_start")["pushes_exported"].sum()),
-                MEDIAN_COLOUR,
-                1.2,
-                (6, 3),
-            )
-        )
-    flagged = (
-        grouped[grouped > 0]
-        if column == "plugin_errors"
-        else mine[mine.get("high_throttle_ratio", pd.Series(False, index=mine.index)).fillna(False)]
-        .groupby("bucket_start")[column]
-        .max()
-    )
-    seconds = (
-        float(mine["bucket_seconds"].dropna().iloc[0])
-        if "bucket_seconds" in mine.columns and mine["bucket_seconds"].notna().any()
-        else 60.0
-    )
-    chart.shade = [(epoch(t), epoch(t) + seconds) for t in flagged.index]
-    return chart
+    return "" if missing(value) else pd.Timestamp(value).strftime("%Y-%m-%d %H:%M:%S")
