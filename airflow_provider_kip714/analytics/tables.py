@@ -60,10 +60,11 @@ def _one_row_per_breach(frame: pd.DataFrame) -> pd.DataFrame:
     if frame.empty or not key or not {"breach_start", "breach_end"} <= set(frame.columns):
         return frame
     ordered = frame.sort_values([*key, "breach_start"], kind="stable").reset_index(drop=True)
-    group = ordered.groupby(key, dropna=False, sort=False)
-    reached = group["breach_end"].transform(lambda ends: ends.cummax().shift())
+    by_series = [ordered[name] for name in key]
+    running = ordered["breach_end"].groupby(by_series, dropna=False, sort=False).cummax()
+    reached = running.groupby(by_series, dropna=False, sort=False).shift()  # the furthest end before each row
     separate = reached.isna() | (ordered["breach_start"] > reached)
-    breach = separate.astype(int).groupby([ordered[name] for name in key], dropna=False).cumsum()
+    breach = separate.astype(int).groupby(by_series, dropna=False).cumsum()
     merged = ordered.assign(_breach=breach.to_numpy())
     first_start = merged.groupby([*key, "_breach"], dropna=False)["breach_start"].transform("min")
     keep = merged.groupby([*key, "_breach"], dropna=False)["breach_end"].transform("idxmax")

@@ -222,11 +222,13 @@ def _metric_chart(
     times = [epoch(t) for t in wide.index]
     median = wide.median(axis=1)
     distance = wide.sub(median, axis=0).abs().max(axis=0).fillna(0.0)
-    order = sorted(wide.columns, key=lambda c: (c not in flagged, -float(distance[c]), labels.get(c, c)))
-    shown = [c for c in order if c in flagged] + [c for c in order if c not in flagged][
-        : max(top - len(flagged), 0)
-    ]
-    rest = [c for c in wide.columns if c not in shown]
+    mine = sorted(
+        (c for c in wide.columns if c in flagged), key=lambda c: (-float(distance[c]), labels.get(c, c))
+    )
+    others = distance.drop(index=mine).sort_values(ascending=False, kind="stable")
+    shown = mine + list(others.index[: max(top - len(mine), 0)])
+    chosen = set(shown)
+    rest = [c for c in wide.columns if c not in chosen]
     chart = Chart(chart_id, metric, unit, times)
     for instance in shown:
         chart.lines.append(

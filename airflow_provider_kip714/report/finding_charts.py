@@ -45,12 +45,48 @@ class Inputs:
     group_by: Sequence[str]
     window_end: datetime | None
 
+    def metric_rows(self, metric: str) -> pd.DataFrame:
+        """One metric's rollup rows, selected once for all the cards on that metric."""
+        if metric not in self._by_metric:
+            rollups = self.rollups
+            self._by_metric[metric] = (
+                rollups[rollups["metric_name"] == metric] if not rollups.empty else rollups
+            )
+        return self._by_metric[metric]
+
     @cached_property
-    def by_metric(self) -> dict[str, pd.DataFrame]:
-        """The rollups split by metric once: a fleet's cards each read one metric's rows."""
-        if self.rollups.empty:
-            return {}
-        return {str(metric): rows for metric, rows in self.rollups.groupby("metric_name", sort=False)}
+    def _by_metric(self) -> dict[str, pd.DataFrame]:
+        return {}
+
+    def peers(self, peer_group: str) -> list[str]:
+        """The instances in a peer group (``identity.peer_group_of``), worked out once per group."""
+        if peer_group not in self._peers:
+            kind = peer_kind(peer_group)
+            members = []
+            for row in self.clients if kind else []:
+                group = row.get("group_id")
+                attributes = {"group_id": group} if isinstance(group, str) else {}
+                if peer_group_of(kind, row, attributes) == peer_group:  # type: ignore[arg-type]
+                    members.append(str(row["client_instance_id"]))
+            self._peers[peer_group] = members
+        return self._peers[peer_group]
+
+    @cached_property
+    def _peers(self) -> dict[str, list[str]]:
+        return {}
+
+    def wide(
+        self, rows: pd.DataFrame, metric: str | None, attributes_key: str | None, column: str
+    ) -> pd.DataFrame:
+        """``_series`` of one metric's rows, computed once per (metric, labels, column) for all cards."""
+        key = (str(metric), attributes_key or "", column)
+        if key not in self._wide:
+            self._wide[key] = _series(rows, column)
+        return self._wide[key]
+
+    @cached_property
+    def _wide(self) -> dict[tuple[str, str, str], pd.DataFrame]:
+        return {}
 
     @cached_property
     def clients(self) -> list[dict[str, object]]:
@@ -89,9 +125,9 @@ def card_chart(card: Card, chart_id: str, inputs: Inputs, palette: Palette) -> C
 
 
 def _metric_rows(inputs: Inputs, metric: str | None, attributes_key: str | None) -> pd.DataFrame:
-    rows = inputs.by_metric.get(str(metric))
-    if rows is None:
-        return inputs.rollups.iloc[0:0]
+    rows = inputs.metric_rows(str(metric))
+    if rows.empty:
+        return rows
     keys = rows["attributes_key"].fillna("")
     same = rows[keys == (attributes_key or "")]
     return same if not same.empty else rows
@@ -114,7 +150,7 @@ def _anomaly_chart(finding: Finding, chart_id: str, inputs: Inputs, palette: Pal
     instance = finding.client.client_instance_id or ""
     rows = _metric_rows(inputs, finding.metric_name, finding.attributes_key)
     column = "signal" if finding.against == "peers" else _field(inputs.thresholds, finding)
-    wide = _series(rows, column)
+    wide = inputs.wide(rows, finding.metric_name, finding.attributes_key, column)
     if wide.empty or instance not in wide.columns:
         return None
     unit = (
@@ -127,9 +163,7 @@ def _anomaly_chart(finding: Finding, chart_id: str, inputs: Inputs, palette: Pal
         Line(_who(finding), list(wide[instance]), palette.colour(instance), 2.6, client=instance)
     )
     if finding.against == "peers" and finding.peer_group:
-        peers = [
-            c for c in _peer_instances(inputs, finding.peer_group) if c in wide.columns and c != instance
-        ]
+        peers = [c for c in inputs.peers(finding.peer_group) if c in wide.columns and c != instance]
         if peers:
             median, low, high = percentile_band(wide[peers])
             chart.lines.append(
@@ -220,19 +254,6 @@ def _baseline_levels(inputs: Inputs, finding: Finding) -> list[tuple[str, float,
     elif finding.expected is not None:
         levels.append((f"threshold {finding.expected:g}", finding.expected, SEVERITY_COLOURS["warning"]))
     return levels
-
-
-def _peer_instances(inputs: Inputs, peer_group: str) -> list[str]:
-    kind = peer_kind(peer_group)
-    if kind is None:
-        return []
-    members = []
-    for row in inputs.clients:
-        group = row.get("group_id")
-        attributes = {"group_id": group} if isinstance(group, str) else {}
-        if peer_group_of(kind, row, attributes) == peer_group:
-            members.append(str(row["client_instance_id"]))
-    return members
 
 
 def _silent_chart(finding: Finding, chart_id: str, inputs: Inputs, palette: Palette) -> Chart | None:

@@ -59,12 +59,12 @@ def test_report_charts_answer_hover_and_toggle_offline(tmp_path: Path, browser: 
     assert float(shown[2]) > 0.9, shown  # the peers' median at the same moment
 
     # Click the peers' median in the legend: that series is hidden, and shown again on a second click.
-    entry = browser.find_elements(By.CSS_SELECTOR, '[data-chart="finding-0"] .u-legend .u-series')[2]
+    entry = browser.find_elements(By.CSS_SELECTOR, '[data-chart="finding-0"] .u-legend .u-series > th')[2]
     assert "peers' median" in entry.text
     entry.click()
     shown_flag = "return window.kip714Charts.charts['finding-0'].series[2].show"
     wait.until(lambda driver: driver.execute_script(shown_flag) is False)
-    assert "u-off" in entry.get_attribute("class")
+    assert "u-off" in entry.find_element(By.XPATH, "..").get_attribute("class")
     entry.click()
     wait.until(lambda driver: driver.execute_script(shown_flag) is True)
 

@@ -47,6 +47,8 @@ CHROMIUM_FLAGS = (
     "--window-size=1300,1000",
 )
 WAIT_S = 60
+LEGEND_LABELS = '[data-chart="finding-0"] .u-legend .u-series > th'
+"""uPlot hides or shows a series on a click on its legend label cell."""
 
 
 def start_chromium(profile: Path) -> Any:
@@ -247,7 +249,7 @@ def test_page_in_airflow_ui(
     values = browser.execute_script("return window.kip714Charts.charts['finding-0'].data[1]")  # type: ignore[attr-defined]
     hover_point(browser, "finding-0", values.index(max(v for v in values if v is not None)))
     wait.until(lambda driver: legend_values(driver, "finding-0")[1] == "450")
-    entry = browser.find_elements(By.CSS_SELECTOR, '[data-chart="finding-0"] .u-legend .u-series')[1]  # type: ignore[attr-defined]
+    entry = browser.find_elements(By.CSS_SELECTOR, LEGEND_LABELS)[1]  # type: ignore[attr-defined]
     entry.click()
     hidden = "return window.kip714Charts.charts['finding-0'].series[1].show === false"
     wait.until(lambda driver: driver.execute_script(hidden))
