@@ -60,10 +60,11 @@ def _one_row_per_breach(frame: pd.DataFrame) -> pd.DataFrame:
     if frame.empty or not key or not {"breach_start", "breach_end"} <= set(frame.columns):
         return frame
     ordered = frame.sort_values([*key, "breach_start"], kind="stable").reset_index(drop=True)
-    group = ordered.groupby(key, dropna=False, sort=False)
-    reached = group["breach_end"].transform(lambda ends: ends.cummax().shift())
+    by_series = [ordered[name] for name in key]
+    running = ordered["breach_end"].groupby(by_series, dropna=False, sort=False).cummax()
+    reached = running.groupby(by_series, dropna=False, sort=False).shift()  # the furthest end before each row
     separate = reached.isna() | (ordered["breach_start"] > reached)
-    breach = separate.astype(int).groupby([ordered[name] for name in key], dropna=False).cumsum()
+    breach = separate.astype(int).groupby(by_series, dropna=False).cumsum()
     merged = ordered.assign(_breach=breach.to_numpy())
     first_start = merged.groupby([*key, "_breach"], dropna=False)["breach_start"].transform("min")
     keep = merged.groupby([*key, "_breach"], dropna=False)["breach_end"].transform("idxmax")
@@ -139,3 +140,22 @@ def distinct_values(zone: RunArea, table: str, column: str, equal: dict[str, str
 def client_metric_names(zone: RunArea) -> list[str]:
     """Distinct client metric names in the zone's rollups (empty when none were written)."""
     return distinct_values(zone, "rollups", "metric_name", equal={"record_type": "client"})
+
+
+def instance_attribute(zone: RunArea, table: str, key: str) -> dict[str, str]:
+    """``client_instance_id`` -> one of its resource attributes (a consumer's ``group_id``).
+
+    Looked up by pyarrow in the MAP column, so a fleet's rows are not turned into Python dicts one by
+    one (``read_table`` does that for whole MAP columns); the greatest value per instance wins
+    (an instance's resource attributes do not change).
+    """
+    dataset = _dataset(zone, table)
+    if dataset is None or not {"client_instance_id", "resource_attributes"} <= set(dataset.schema.names):
+        return {}
+    data = dataset.to_table(columns=["client_instance_id", "resource_attributes"])
+    values = pc.map_lookup(data["resource_attributes"], pa.scalar(key), "first")
+    pairs = pa.table({"i": data["client_instance_id"], "v": values}).filter(pc.is_valid(values))
+    firsts = pairs.group_by("i").aggregate([("v", "max")])  # one value per instance, deterministically
+    return {
+        i: v for i, v in zip(firsts["i"].to_pylist(), firsts["v_max"].to_pylist(), strict=True) if i and v
+    }

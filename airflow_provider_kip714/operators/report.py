@@ -42,7 +42,7 @@ class TroubleshootingReportOperator(BaseOperator):
     :param request: what was asked (selectors, metrics, interval...), shown at the top of the page.
     :param match: KIP-714 ``selector=regex`` entries (the window's match); only those clients are plotted.
     :param data_dir: root of the data layout (default ``KIP714_DATA_DIR`` or the Airflow home).
-    :param max_plots: bound on metric plots (metrics with anomalies first).
+    :param max_plots: bound on charts (finding cards first, then one chart per metric).
     """
 
     template_fields: Sequence[str] = (
@@ -86,16 +86,20 @@ class TroubleshootingReportOperator(BaseOperator):
         self.log.info("Building the report of %s from %s", run_id, zone.analytics)
         result = build_report(
             zone,
-            title=self.title or f"KIP-714 troubleshooting report: {self.dag_id} {run_id}",
+            title=self.title,
+            dag_id=self.dag_id,
             request=dict(self.request or {}),
             window=window,
             max_plots=self.max_plots,
             match=self.match,
         )
         self.log.info(
-            "Report written: %s (%d client(s), %d metric plot(s), %d skipped, %d anomaly(ies), %d broker(s))",
+            "Report written: %s (%d client(s), %d finding(s), %d metric chart(s), %d skipped, "
+            "%d anomaly(ies), "
+            "%d broker(s))",
             result.html_path,
             result.clients,
+            result.findings,
             result.metrics_plotted,
             result.plots_skipped,
             result.anomalies,

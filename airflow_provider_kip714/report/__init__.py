@@ -1,8 +1,14 @@
-"""The troubleshooting report: one HTML page with PNG plots, built from a zone's analytics tables.
+"""The troubleshooting report: one self-contained HTML page, findings first, built from a zone's tables.
 
     from airflow_provider_kip714.report import build_report
-    result = build_report(troubleshoot_area(run_id), title="kip714_troubleshoot manual__2026-...")
+    result = build_report(troubleshoot_area(run_id), dag_id="kip714_troubleshoot", window=(start, end))
     print(result.html_path)   # <zone>/report/report.html
+
+Modules, in the order imports run: ``html`` (escaped building blocks, the bundled chart files; a leaf),
+``charts`` (charts as data), ``findings`` (tables -> finding cards), ``finding_charts`` (each card's
+chart), ``cards`` (cards as HTML),
+``fleet_health`` (delivery, convergence, capabilities), ``assemble`` (tables -> content, shared with the
+UI page), ``page`` (the document), ``builder`` (writes it).
 
 The UI page serves it at ``/kip714/reports/<run>/report.html`` (see ``report_url_path``).
 """

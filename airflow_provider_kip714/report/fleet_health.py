@@ -1,6 +1,6 @@
 """Report sections for delivery, convergence and capabilities (tables from ``analytics/tables.py``).
 
-Every value goes through ``page._table`` (HTML-escaped cells): client ids, subscription names and
+Every value goes through ``html.table`` (HTML-escaped cells): client ids, subscription names and
 reasons are client- or user-controlled strings, shown as text, never markup. A section whose table is
 missing says so in one line; the UI panels read the same frames through ``delivery_rows`` and
 ``convergence_rows``.
@@ -16,7 +16,7 @@ from typing import Any
 import pandas as pd
 
 from airflow_provider_kip714.analytics.tables import read_table
-from airflow_provider_kip714.report import page
+from airflow_provider_kip714.report.html import records, table
 from airflow_provider_kip714.storage.data_root import RunArea
 
 SILENT_COLUMNS = (
@@ -108,7 +108,10 @@ def capability_matrix(
     return rows, [("metric_name", "metric"), *((library, library) for library in libraries)]
 
 
-def _clip(frame: pd.DataFrame, column: str, window: tuple[datetime, datetime] | None) -> pd.DataFrame:
+def clip_hours(
+    frame: pd.DataFrame, window: tuple[datetime, datetime] | None, column: str = "hour_start"
+) -> pd.DataFrame:
+    """Hourly rows whose hour overlaps the window (rows without an hour are kept)."""
     if frame.empty or window is None or column not in frame.columns:
         return frame
     start, end = (pd.Timestamp(moment).tz_convert("UTC") for moment in window)
@@ -116,11 +119,47 @@ def _clip(frame: pd.DataFrame, column: str, window: tuple[datetime, datetime] | 
     return frame[times.isna() | ((times >= start.floor("h")) & (times < end))]
 
 
+def broker_rows(broker_metrics: pd.DataFrame) -> list[dict[str, Any]]:
+    """One row per broker over the window: pushes, throttles, plugin errors and their ratios."""
+    rows: list[dict[str, Any]] = []
+    if broker_metrics.empty:
+        return rows
+    for (cluster, node), part in broker_metrics.groupby(["cluster_id", "broker_node_id"], dropna=False):
+        exported = float(part["pushes_exported"].fillna(0).sum())
+        throttled = float(part["throttled_pushes"].fillna(0).sum())
+        errors = float(part["plugin_errors"].fillna(0).sum())
+        attempts = exported + errors + throttled
+        rows.append(
+            {
+                "cluster_id": cluster,
+                "broker_node_id": node,
+                "buckets": len(part),
+                "instance_count_max": part["instance_count_max"].max(),
+                "pushes_exported": exported,
+                "throttled_pushes": throttled,
+                "throttle_ratio": throttled / attempts if attempts else None,
+                "unknown_subscription_requests": float(part["unknown_subscription_requests"].fillna(0).sum()),
+                "plugin_errors": errors,
+                "plugin_error_ratio": errors / (exported + errors) if exported + errors else None,
+                "export_time_avg_ms": part["export_time_avg_ms"].mean(),
+                "export_time_max_ms": part["export_time_max_ms"].max(),
+                "export_time_p99_ms": part["export_time_p99_ms"].max()
+                if "export_time_p99_ms" in part
+                else None,
+                "counter_resets": int(part["counter_resets"].fillna(0).sum())
+                if "counter_resets" in part
+                else 0,
+                "plugin_failing": bool(part["plugin_failing"].fillna(False).any()),
+            }
+        )
+    return rows
+
+
 def render_sections(
     zone: RunArea, window: tuple[datetime, datetime] | None = None, request: Mapping[str, Any] | None = None
 ) -> str:
     """The HTML of the three sections, for the report page."""
-    delivery = _clip(read_table(zone, "delivery"), "hour_start", window)
+    delivery = clip_hours(read_table(zone, "delivery"), window)
     silent, others = delivery_rows(delivery)
     parts = ["<h2>Delivery</h2>"]
     if delivery.empty:
@@ -131,17 +170,17 @@ def render_sections(
             f"<p>{len(silent)} silent, {len(others)} other finding(s), {ok} instance-hour(s) ok.</p>"
         )
         if not silent.empty:
-            parts.append("<h3>Silent clients</h3>" + page._table(page._records(silent), SILENT_COLUMNS))
+            parts.append("<h3>Silent clients</h3>" + table(records(silent), SILENT_COLUMNS))
         if not others.empty:
-            parts.append(page._table(page._records(others), DELIVERY_COLUMNS, row_class="status"))
+            parts.append(table(records(others), DELIVERY_COLUMNS, row_class="status"))
 
     windows, clients = convergence_rows(read_table(zone, "convergence"))
     parts.append("<h2>Subscription convergence</h2>")
     if windows.empty:
         parts.append("<p class='muted'>No convergence table for this run.</p>")
     else:
-        parts.append(page._table(page._records(windows), CONVERGENCE_WINDOW_COLUMNS))
-        parts.append(page._table(page._records(clients), CONVERGENCE_CLIENT_COLUMNS))
+        parts.append(table(records(windows), CONVERGENCE_WINDOW_COLUMNS))
+        parts.append(table(records(clients), CONVERGENCE_CLIENT_COLUMNS))
 
     prefixes = list((request or {}).get("metrics") or [])
     rows, columns = capability_matrix(read_table(zone, "capabilities"), prefixes)
@@ -155,5 +194,5 @@ def render_sections(
     else:
         shown = ", ".join(prefixes) if prefixes else "all metrics"
         parts.append(f"<p class='muted'>Requested: {escape(shown)}. '{NOT_PUSHED}' is not a zero.</p>")
-        parts.append(page._table(rows, columns))
+        parts.append(table(rows, columns))
     return "\n".join(parts)

@@ -1,49 +1,32 @@
-"""The report's HTML: one self-contained page (inline CSS) that links its PNGs by relative path."""
+"""The report's HTML: one self-contained page (style, chart library and chart data inline).
+
+Order answers first: the headline (which DAG, when, which clients), the finding cards, then one chart
+per metric across clients, broker health, delivery, convergence and capabilities; the request that
+started the run is a collapsed block at the end of the headline.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from html import escape
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-import pandas as pd
-
-if TYPE_CHECKING:
-    from airflow_provider_kip714.report.builder import ClientSection
-
-STYLE = """
-body{font-family:system-ui,sans-serif;margin:1.5rem;color:#222;max-width:1400px}
-h1{font-size:1.4rem}h2{font-size:1.15rem;margin-top:2rem;border-bottom:1px solid #ccc}
-table{border-collapse:collapse;font-size:.8rem;margin:.5rem 0}
-th,td{border:1px solid #ddd;padding:.25rem .45rem;text-align:left;vertical-align:top}
-th{background:#f3f3f3}.critical{background:#fde0dc}.warning{background:#fff4d6}
-.who{font-size:.85rem;margin:.3rem 0 .6rem}.who span{margin-right:1.2rem}
-.plots{display:flex;flex-wrap:wrap;gap:.5rem}.plots figure{margin:0}
-.plots figcaption{font-size:.75rem}.flag{color:#b00;font-weight:bold}.muted{color:#777}
-"""
-
-ANOMALY_COLUMNS = (
-    ("severity", "severity"),
-    ("rule_name", "rule"),
-    ("metric_name", "metric"),
-    ("attributes_key", "labels"),
-    ("client_id", "client id"),
-    ("client_instance_id", "instance"),
-    ("client_source_address", "source address"),
-    ("client_software_name", "software"),
-    ("client_software_version", "version"),
-    ("principal", "principal"),
-    ("field", "field"),
-    ("peak_value", "peak"),
-    ("comparison", "cmp"),
-    ("threshold", "threshold"),
-    ("excess_ratio", "excess ratio"),
-    ("breach_start", "from"),
-    ("duration_seconds", "for (s)"),
-    ("baseline_kind", "baseline"),
-    ("peer_group", "peer group"),
+from airflow_provider_kip714.report import cards
+from airflow_provider_kip714.report.charts import Chart
+from airflow_provider_kip714.report.findings import Card
+from airflow_provider_kip714.report.html import (
+    DATA_ID,
+    STYLE,
+    details,
+    inline_chart_code,
+    json_block,
+    scroll_table,
+    table,
+    text,
 )
+
 BROKER_COLUMNS = (
     ("broker_node_id", "broker"),
     ("cluster_id", "cluster"),
@@ -61,63 +44,34 @@ BROKER_COLUMNS = (
     ("counter_resets", "counter resets"),
     ("plugin_failing", "plugin failing"),
 )
-THROTTLED_CLIENT_COLUMNS = (
-    ("broker_node_id", "broker"),
-    ("client_id", "client id"),
-    ("client_instance_id", "instance"),
-    ("client_source_address", "source address"),
-    ("client_software_name", "software"),
-    ("client_software_version", "version"),
-    ("throttle_ratio", "throttle ratio"),
-    ("bucket_start", "bucket"),
-)
-WHO_FIELDS = (
-    ("client_id", "client id"),
-    ("client_instance_id", "instance"),
-    ("client_source_address", "source"),
-    ("client_software_name", "software"),
-    ("client_software_version", "version"),
-    ("principal", "principal"),
-)
-
-
-def _cell(value: Any) -> str:
-    if value is None or (not isinstance(value, list | dict | str) and pd.isna(value)):
-        return ""
-    if isinstance(value, float):
-        return f"{value:.6g}"
-    if isinstance(value, pd.Timestamp | datetime):
-        return value.strftime("%Y-%m-%d %H:%M:%S")
-    return str(value)
-
-
-def _table(rows: Sequence[Mapping[str, Any]], columns: Sequence[tuple[str, str]], row_class: str = "") -> str:
-    head = "".join(f"<th>{escape(label)}</th>" for _, label in columns)
-    body = []
-    for row in rows:
-        css = escape(str(row.get(row_class, ""))) if row_class else ""
-        cells = "".join(f"<td>{escape(_cell(row.get(key)))}</td>" for key, _ in columns)
-        body.append(f'<tr class="{css}">{cells}</tr>')
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
-
-
-def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
-    return [] if frame.empty else frame.to_dict("records")
-
-
 _SHOWN_ELSEWHERE = frozenset({"guardrail_warnings"})
 """Request keys with a section of their own (``fleet_health``: the guardrail warnings), not repeated."""
 
 
-def _request_block(request: Mapping[str, Any]) -> str:
-    if not request:
-        return ""
-    rows = "".join(
-        f"<tr><th>{escape(str(key))}</th><td>{escape(_json_text(value))}</td></tr>"
-        for key, value in request.items()
-        if key not in _SHOWN_ELSEWHERE
-    )
-    return f"<h2>Request</h2><table>{rows}</table>"
+@dataclass(frozen=True)
+class Headline:
+    title: str
+    generated_at: datetime
+    window: tuple[datetime, datetime] | None
+    clients: int
+    request: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class Body:
+    """What the page shows below the headline; the HTML parts are escaped by their builders."""
+
+    cards: Sequence[Card]
+    overflow: Sequence[Card]
+    metric_charts: Sequence[Chart]
+    quiet_metrics: Sequence[str]
+    charts_skipped: int
+    broker_rows: Sequence[Mapping[str, Any]]
+    broker_chart: Chart | None
+    fleet_sections: str
+    palette: Mapping[str, str]
+    clients: Mapping[str, Mapping[str, str]]
+    """Instance -> identity columns, for the clients table (the legend of every chart)."""
 
 
 def _json_text(value: Any) -> str:
@@ -128,100 +82,124 @@ def _json_text(value: Any) -> str:
     return str(value)
 
 
-def _who(identity: Mapping[str, str]) -> str:
-    parts = "".join(
-        f"<span><b>{escape(label)}:</b> {escape(identity.get(key) or '?')}</span>"
-        for key, label in WHO_FIELDS
+def _request_block(request: Mapping[str, Any]) -> str:
+    if not request:
+        return ""
+    rows = "".join(
+        f"<tr><th>{escape(str(key))}</th><td>{text(_json_text(value), 2000)}</td></tr>"
+        for key, value in request.items()
+        if key not in _SHOWN_ELSEWHERE
     )
-    return f'<div class="who">{parts}</div>'
+    return details("The request", f"<table>{rows}</table>")
 
 
-def render_page(
-    *,
-    title: str,
-    generated_at: datetime,
-    window: tuple[datetime, datetime] | None,
-    request: Mapping[str, Any],
-    anomalies: pd.DataFrame,
-    sections: Sequence[ClientSection],
-    plots_skipped: int,
-    brokers: Sequence[Mapping[str, Any]],
-    broker_images: Sequence[str],
-    throttled_clients: pd.DataFrame,
-    extra_sections: str = "",
-) -> str:
-    """The page; ``extra_sections`` is HTML built by this package's section renderers (already escaped)."""
-    window_text = (
-        f"{window[0]:%Y-%m-%d %H:%M:%S} to {window[1]:%Y-%m-%d %H:%M:%S} UTC" if window else "all landed data"
+def _headline(head: Headline, findings: int) -> list[str]:
+    window = (
+        f"{head.window[0]:%Y-%m-%d %H:%M:%S} to {head.window[1]:%Y-%m-%d %H:%M:%S} UTC"
+        if head.window
+        else "all landed data"
     )
+    return [
+        f"<h1>{text(head.title, 300)}</h1>",
+        f"<p class='muted'>Window {escape(window)} · {head.clients} client(s) · {findings} finding(s) · "
+        f"generated {head.generated_at:%Y-%m-%d %H:%M:%S} UTC</p>",
+        _request_block(head.request),
+    ]
+
+
+def chart_div(chart: Chart) -> str:
+    note = f"<div class='note'>{text(chart.note, 400)}</div>" if chart.note else ""
+    return f'<div class="chart" data-chart="{escape(chart.chart_id)}"></div>{note}'
+
+
+def _findings_part(body: Body) -> list[str]:
+    parts = ["<h2 id='findings'>Findings</h2>"]
+    if not body.cards:
+        parts.append(
+            "<p class='muted'>No finding: no threshold breached for longer than its rule allows, no silent, "
+            "throttled or failing client or plugin in this window.</p>"
+        )
+        return parts
+    parts.append("<div class='cards'>")
+    parts.extend(cards.card(c.finding, c.chart.chart_id if c.chart else None, c.details) for c in body.cards)
+    parts.append("</div>")
+    if body.overflow:
+        parts.append(f"<h3>{len(body.overflow)} more finding(s)</h3>")
+        parts.append(cards.overflow_table([c.finding for c in body.overflow]))
+    return parts
+
+
+def _metrics_part(body: Body) -> list[str]:
+    parts = ["<h2 id='metrics'>Metrics across clients</h2>"]
+    if not body.metric_charts and not body.quiet_metrics:
+        parts.append("<p class='muted'>No client telemetry in this window.</p>")
+    parts.extend(chart_div(chart) for chart in body.metric_charts)
+    if body.charts_skipped:
+        parts.append(f"<p class='muted'>{body.charts_skipped} metric chart(s) skipped (chart budget).</p>")
+    if body.quiet_metrics:
+        names = ", ".join(text(name, 160) for name in body.quiet_metrics)
+        parts.append(
+            f"<p class='muted quiet'>Zero for every client in the window "
+            f"({len(body.quiet_metrics)}): {names}.</p>"
+        )
+    return parts
+
+
+CLIENT_COLUMNS = (
+    ("client_id", "client id"),
+    ("client_instance_id", "instance"),
+    ("client_software_name", "software"),
+    ("client_software_version", "version"),
+    ("principal", "principal"),
+    ("client_source_address", "source address"),
+)
+
+
+def _clients_part(body: Body) -> list[str]:
+    """Every client of the report with its colour: collapsed, it is the legend of all the charts."""
+    if not body.clients:
+        return []
+    head = "<th></th>" + "".join(f"<th>{escape(label)}</th>" for _, label in CLIENT_COLUMNS)
+    rows = []
+    ordered = sorted(
+        body.clients.items(), key=lambda item: (item[0] not in body.palette, item[1].get("client_id", ""))
+    )
+    for instance, identity in ordered:
+        colour = body.palette.get(instance)
+        swatch = f"<span style='color:{escape(colour)}'>&#9632;</span>" if colour else ""
+        cells = "".join(f"<td>{text(identity.get(key) or '', 300)}</td>" for key, _ in CLIENT_COLUMNS)
+        rows.append(f"<tr><td>{swatch}</td>{cells}</tr>")
+    table_html = scroll_table(head, "".join(rows))
+    return [details(f"The {len(body.clients)} client(s) and their colours", table_html)]
+
+
+def _broker_part(body: Body) -> list[str]:
+    parts = ["<h2 id='brokers'>Broker health</h2>"]
+    if not body.broker_rows:
+        parts.append("<p class='muted'>No broker metric records in this window.</p>")
+        return parts
+    if body.broker_chart is not None:
+        parts.append(chart_div(body.broker_chart))
+    parts.append(details("Per broker, over the window", table(body.broker_rows, BROKER_COLUMNS)))
+    return parts
+
+
+def render_page(head: Headline, body: Body) -> str:
+    charts = [c.chart for c in body.cards if c.chart] + list(body.metric_charts)
+    if body.broker_chart is not None:
+        charts.append(body.broker_chart)
+    data = {"charts": [chart.as_json() for chart in charts], "palette": dict(body.palette)}
     parts = [
-        f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{escape(title)}</title>",
-        f"<style>{STYLE}</style></head><body>",
-        f"<h1>{escape(title)}</h1>",
-        f"<p>Window: {escape(window_text)} · generated {generated_at:%Y-%m-%d %H:%M:%S} UTC · "
-        f"{len(sections)} client(s) · {len(anomalies)} anomaly(ies) · {len(brokers)} broker(s)</p>",
-        _request_block(request),
-        *_anomaly_part(anomalies),
-        *_client_part(sections, plots_skipped),
-        *_broker_part(brokers, broker_images, throttled_clients),
-        extra_sections,
+        "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
+        f"<title>{text(head.title, 300)}</title><style>{STYLE}</style></head><body>",
+        *_headline(head, len(body.cards) + len(body.overflow)),
+        *_findings_part(body),
+        *_metrics_part(body),
+        *_clients_part(body),
+        *_broker_part(body),
+        body.fleet_sections,
+        json_block(DATA_ID, data),
+        inline_chart_code(),
         "</body></html>",
     ]
     return "\n".join(parts)
-
-
-def _anomaly_part(anomalies: pd.DataFrame) -> list[str]:
-    """The anomalies, critical first, the longest first within a severity."""
-    if anomalies.empty:
-        return [
-            "<h2>Anomalies</h2>",
-            "<p class='muted'>No threshold was breached for longer than its rule allows.</p>",
-        ]
-    ordered = anomalies.assign(
-        _rank=anomalies["severity"].map({"critical": 0, "warning": 1}).fillna(2)
-    ).sort_values(["_rank", "duration_seconds"], ascending=[True, False])
-    return ["<h2>Anomalies</h2>", _table(_records(ordered), ANOMALY_COLUMNS, row_class="severity")]
-
-
-def _client_part(sections: Sequence[ClientSection], plots_skipped: int) -> list[str]:
-    """One heading, identity and plot grid per client."""
-    parts = ["<h2>Clients</h2>"]
-    if not sections:
-        parts.append("<p class='muted'>No client telemetry in this window.</p>")
-    if plots_skipped:
-        parts.append(f"<p class='muted'>{plots_skipped} metric plot(s) skipped (plot budget).</p>")
-    for section in sections:
-        parts.append(f"<h3>{escape(section.identity.get('client_id') or '(no client id)')}</h3>")
-        parts.append(_who(section.identity))
-        parts.append(f"<p class='muted'>{section.metrics} metric(s)</p><div class='plots'>")
-        for plot in section.plots:
-            flag = " <span class='flag'>anomaly</span>" if plot.anomalous else ""
-            parts.append(
-                f"<figure><img src='{escape(plot.image)}' alt='{escape(plot.metric_name)}'>"
-                f"<figcaption>{escape(plot.metric_name)}{flag}</figcaption></figure>"
-            )
-        parts.append("</div>")
-    return parts
-
-
-def _broker_part(
-    brokers: Sequence[Mapping[str, Any]], broker_images: Sequence[str], throttled_clients: pd.DataFrame
-) -> list[str]:
-    """Broker health: the table, failing plugins, the plots, then the clients throttled most."""
-    parts = ["<h2>Broker health</h2>"]
-    if not brokers:
-        parts.append("<p class='muted'>No broker metric records in this window.</p>")
-    else:
-        parts.append(_table(brokers, BROKER_COLUMNS))
-        failing = [str(b["broker_node_id"]) for b in brokers if b.get("plugin_failing")]
-        if failing:
-            parts.append(f"<p class='flag'>Plugin failing on broker(s): {escape(', '.join(failing))}</p>")
-        parts.append("<div class='plots'>")
-        parts.extend(
-            f"<figure><img src='{escape(image)}' alt='broker health'></figure>" for image in broker_images
-        )
-        parts.append("</div>")
-    if not throttled_clients.empty:
-        parts.append("<h3>Clients with a high throttle ratio</h3>")
-        parts.append(_table(_records(throttled_clients), THROTTLED_CLIENT_COLUMNS))
-    return parts

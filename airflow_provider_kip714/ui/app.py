@@ -18,12 +18,15 @@ from fastapi import Depends, FastAPI, HTTPException, Query, Request, status
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, HTMLResponse, PlainTextResponse, RedirectResponse, Response
 from jinja2 import Environment, FileSystemLoader
+from markupsafe import Markup
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from airflow_provider_kip714.analytics import plots
+from airflow_provider_kip714.analytics.run_owner import SCHEDULED_DAG_ID
 from airflow_provider_kip714.analytics.tables import read_table
-from airflow_provider_kip714.report import fleet_health
-from airflow_provider_kip714.ui import access, report_files, telemetry_view
+from airflow_provider_kip714.contract.client_text import printable
+from airflow_provider_kip714.report import cards, fleet_health, html, page
+from airflow_provider_kip714.ui import access, findings_view, report_files, telemetry_view
 from airflow_provider_kip714.ui.convergence_view import live_convergence
 from airflow_provider_kip714.ui.runs import SCHEDULED_KEY, RunChoice, find_run, run_choices
 from airflow_provider_kip714.ui.subscriptions_view import (
@@ -36,8 +39,11 @@ TEMPLATES = Environment(
     loader=FileSystemLoader(Path(__file__).parent / "templates"),
     autoescape=True,  # every template, whatever its name: nothing it renders is trusted markup
 )
+TEMPLATES.filters["printable"] = printable
 PNG_HEADERS = {"Cache-Control": "no-store"}
 TEXT_HEADERS = {"X-Content-Type-Options": "nosniff", "Cache-Control": "no-store"}
+REFRESH_SECONDS = 30
+"""The page reloads itself this often while live mode's state is shown (filters are in the URL)."""
 ROLLUP_LISTING_COLUMNS = [
     "client_instance_id",
     "client_id",
@@ -76,7 +82,7 @@ def _format_cell(value: object) -> str:
         return value.strftime("%Y-%m-%d %H:%M:%S")
     if isinstance(value, float):
         return f"{value:.4g}"
-    return str(value)
+    return printable(value)  # control and direction characters shown as escapes
 
 
 def _records(frame: pd.DataFrame) -> list[dict[str, str]]:
@@ -85,21 +91,49 @@ def _records(frame: pd.DataFrame) -> list[dict[str, str]]:
     ]
 
 
-def render_page(run_key: str, client: str | None, user: Any) -> str:
+def _content_html(view: findings_view.RunView) -> dict[str, Markup]:
+    """The findings and metric sections, built by the report's escaping renderers, and the chart data."""
+    content = view.content
+    parts = [cards.card(c.finding, c.chart.chart_id if c.chart else None, c.details) for c in content.cards]
+    overflow = cards.overflow_table([c.finding for c in content.overflow]) if content.overflow else ""
+    metrics = [page.chart_div(chart) for chart in content.metrics.charts]
+    if content.metrics.quiet:
+        names = ", ".join(html.text(name, 160) for name in content.metrics.quiet)
+        metrics.append(
+            f"<p class='muted quiet'>Zero for every client ({len(content.metrics.quiet)}): {names}.</p>"
+        )
+    charts = [c.chart for c in content.cards if c.chart] + list(content.metrics.charts)
+    if content.broker_chart is not None:
+        charts.append(content.broker_chart)
+    data = {"charts": [chart.as_json() for chart in charts], "palette": content.palette.as_json()}
+    return {
+        "cards_html": Markup("".join(parts)),
+        "overflow_html": Markup(overflow),
+        "metrics_html": Markup("".join(metrics)),
+        "broker_chart_html": Markup(page.chart_div(content.broker_chart) if content.broker_chart else ""),
+        # json_block escapes < > & inside the JSON; the chart code is this package's own files
+        "charts_html": Markup(html.json_block(html.DATA_ID, data) + html.inline_chart_code()),
+    }
+
+
+def render_page(run_key: str, filters: findings_view.Filters, user: Any) -> str:
     """Gather everything the page shows; each section copes with missing data on its own."""
     choice = _run_or_404(run_key, user)
     now = datetime.now(UTC)
-    rollups = read_table(choice.zone, "rollups", columns=ROLLUP_LISTING_COLUMNS)
-    anomalies = read_table(choice.zone, "anomalies")
+    view = findings_view.run_view(choice.zone, filters)
     broker_metrics = read_table(choice.zone, "broker_metrics")
-    clients = telemetry_view.clients(rollups, anomalies)
-    selected = next((c for c in clients if c.client_instance_id == client), clients[0] if clients else None)
-    metrics = telemetry_view.top_metrics(rollups, selected.client_instance_id, anomalies) if selected else []
     delivery = read_table(choice.zone, "delivery")
     silent, _ = fleet_health.delivery_rows(delivery)
     windows, _ = fleet_health.convergence_rows(read_table(choice.zone, "convergence"))
     subscriptions = _subscriptions(user)
     runs = visible_runs(user)
+    live = (
+        findings_view.live_view(None, now)
+        if access.may_read_runs(user, SCHEDULED_DAG_ID)
+        else findings_view.LiveView(
+            None, [], [], error="hidden: you may not read the runs of the scheduled DAGs"
+        )
+    )
     template = TEMPLATES.get_template("telemetry.html")
     return template.render(
         now=now,
@@ -107,13 +141,19 @@ def render_page(run_key: str, client: str | None, user: Any) -> str:
         runs=runs,
         analytics_path=str(choice.zone.analytics),
         subscriptions=subscriptions,
-        anomalies=_records(telemetry_view.recent_anomalies(anomalies)),
-        anomaly_count=len(anomalies),
+        filters=filters,
+        choices=view.choices,
+        since=view.since,
+        findings_count=view.content.findings,
+        clients_count=len(view.content.identities),
+        live=live,
+        live_cards=Markup("".join(cards.card(f, None, now=now) for f in live.open_findings)),
+        age_text=cards.age_text,
+        refresh_seconds=REFRESH_SECONDS,
+        anomalies=_records(telemetry_view.recent_anomalies(view.anomalies)),
+        anomaly_count=len(view.anomalies),
         anomaly_columns=telemetry_view.ANOMALY_COLUMNS,
-        rollup_rows=len(rollups),
-        clients=clients,
-        selected=selected,
-        metrics=metrics,
+        rollup_rows=view.rollup_rows,
         brokers=_records(telemetry_view.broker_latest(broker_metrics)),
         broker_columns=telemetry_view.BROKER_COLUMNS,
         broker_totals=telemetry_view.broker_totals(broker_metrics),
@@ -123,9 +163,10 @@ def render_page(run_key: str, client: str | None, user: Any) -> str:
         convergence=_records(windows),
         convergence_columns=fleet_health.CONVERGENCE_WINDOW_COLUMNS,
         active_names={row.name for row in subscriptions.rows},
-        live=live_convergence(subscriptions, runs, datetime.now(UTC)),
+        live_convergence=live_convergence(subscriptions, runs, datetime.now(UTC)),
         libraries=_records(telemetry_view.library_capabilities(read_table(choice.zone, "capabilities"))),
         library_columns=telemetry_view.LIBRARY_COLUMNS,
+        **_content_html(view),
     )
 
 
@@ -176,8 +217,16 @@ def create_app() -> FastAPI:
     User = Depends(get_user)
 
     @app.get("/", response_class=HTMLResponse)
-    def page(run: str = SCHEDULED_KEY, client: str | None = None, user: Any = User) -> HTMLResponse:
-        return HTMLResponse(render_page(run, client, user))
+    def overview(
+        run: str = SCHEDULED_KEY,
+        client: str = Query("", max_length=200),
+        group: str = Query("", max_length=200),
+        library: str = Query("", max_length=200),
+        principal: str = Query("", max_length=200),
+        user: Any = User,
+    ) -> HTMLResponse:
+        filters = findings_view.Filters(client=client, group=group, library=library, principal=principal)
+        return HTMLResponse(render_page(run, filters, user))
 
     @app.get("/charts/client.png")
     def client_png(

@@ -11,6 +11,7 @@ from kip714_common.baselines import PEER_KINDS, BaselineSettings, PeerSettings
 from kip714_common.breaches import DEFAULT_MAX_GAP_BUCKETS
 from kip714_common.cli import CommonArgs, base_parser, parse_common, parse_duration_seconds
 from kip714_common.errors import SparkAppInputError
+from kip714_common.identity import DEFAULT_CLIENT_GROUP_BY
 from kip714_common.rules import MAX_FOR_SECONDS, StaticRule, load_rules
 from kip714_common.selectors import RULE_SELECTORS
 
@@ -47,7 +48,9 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="analytics root whose rollups/ hold the baseline history (default: --output, then landing)",
     )
-    parser.add_argument("--group-by", default="client_software_name,client_id", help="client group columns")
+    parser.add_argument(
+        "--group-by", default=",".join(DEFAULT_CLIENT_GROUP_BY), help="client group columns (own baselines)"
+    )
     _add_baseline_options(parser)
     _add_peer_options(parser)
     return parser

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from functools import reduce
 
 from kip714_common.breaches import is_finite
+from kip714_common.identity import CLIENT_ID_NUMBER, GROUP_SEPARATOR
 from kip714_common.landing_contract import CLIENT_IDENTITY_COLUMNS
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
@@ -54,8 +55,11 @@ class BaselineSettings:
 
 
 def client_group_column(group_by: tuple[str, ...]) -> Column:
-    """``software|client_id`` (by default): the client group a baseline is learned for."""
-    return F.concat_ws("|", *[F.coalesce(F.col(name), F.lit("")) for name in group_by])
+    """``software|client_id`` (by default): the client group a baseline is learned for.
+
+    The Python twin, for readers of the thresholds table, is ``identity.baseline_client_group``.
+    """
+    return F.concat_ws(GROUP_SEPARATOR, *[F.coalesce(F.col(name), F.lit("")) for name in group_by])
 
 
 def learn_baselines(history: DataFrame, settings: BaselineSettings) -> DataFrame:
@@ -94,8 +98,6 @@ DEFAULT_PEER_KINDS = ("group_id", "client_id_pattern")
 """On by default: members of one consumer group or one application do the same work. Software version
 and principal are opt-in: they pool applications whose normal levels differ (a busy and an idle producer)."""
 PEER_KEYS = ("peer_group", "metric_name", "attributes_key", "bucket_start")
-CLIENT_ID_NUMBER = r"[-_.]?[0-9]+$"
-"""What ``client_id_pattern`` strips: ``orders-consumer-3`` is a peer of ``orders-consumer-1``."""
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ from functools import reduce
 
 from kip714_common.baselines import BaselineSettings
 from kip714_common.cli import Interval
+from kip714_common.identity import static_client_group
 from kip714_common.rollup import date_hour_columns
 from kip714_common.rules import StaticRule
 from kip714_common.schemas import THRESHOLD_SCHEMA, conform
@@ -67,7 +68,7 @@ def _static_thresholds(spark: SparkSession, rules: list[StaticRule], common: dic
             "rule_name": r.name,
             "metric_name": r.metric,
             "field": r.field,
-            "client_group": ",".join(f"{k}~{v}" for k, v in sorted(r.match.items())) or "*",
+            "client_group": static_client_group(r.match),
             "comparison": r.comparison,
             "threshold": r.threshold,
             "critical_threshold": r.critical_threshold,

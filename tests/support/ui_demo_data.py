@@ -29,6 +29,38 @@ def _who(instance: str, client_id: str, software: tuple[str, str]) -> dict[str, 
     }
 
 
+POLL_IDLE = "org.apache.kafka.consumer.poll.idle.ratio.avg"
+
+
+def _audit_group_rollups(slow: dict[str, str], end: datetime, breach: datetime) -> list[dict]:
+    """Poll idle ratio of the four consumers of group ``audit``: the slow one falls near 0 from
+    ``breach`` on (it never waits for records), its three peers sit near 1 (the demo's picture)."""
+    peers = [_who(f"AuDiTpEeRaUdItPeEr0{n}", f"audit-consumer-{n}", RDKAFKA) for n in (1, 2, 3)]
+    rows = []
+    for minute in range(12, 0, -1):
+        start = end - timedelta(minutes=minute)
+        for who in (slow, *peers):
+            late = who is slow and start >= breach
+            value = 0.02 if late else 0.95 + 0.01 * (len(who["client_id"]) % 3)
+            rows.append(
+                {
+                    **who,
+                    "bucket_start": start,
+                    "bucket_end": start + timedelta(minutes=1),
+                    "bucket_seconds": 60,
+                    "record_type": "client",
+                    "resource_attributes": [("group_id", "audit")],
+                    "metric_name": POLL_IDLE,
+                    "metric_type": "gauge",
+                    "attributes_key": "",
+                    "signal": value,
+                    "avg": value,
+                    "count": 6,
+                }
+            )
+    return rows
+
+
 def land_demo_analytics(analytics: Path, end: datetime) -> Landed:
     """Write the page's tables into ``analytics``; returns the anomalous client of ``land_analytics``."""
     landed = land_analytics(analytics, end=end)
@@ -107,6 +139,7 @@ def land_demo_analytics(analytics: Path, end: datetime) -> Landed:
     )
     slow = _who("SlOwSlOwSlOwSlOwSlOw01", "audit-consumer-slow", RDKAFKA)
     breach = end - timedelta(minutes=8)
+    write_table(analytics, "rollups", _audit_group_rollups(slow, end, breach))
     write_table(
         analytics,
         "anomalies",

@@ -31,6 +31,7 @@ from airflow_provider_kip714.subscriptions.window_name import format_window_name
 from airflow_provider_kip714.ui.plugin import PLUGIN_NAME, URL_PREFIX, URL_ROUTE, VIEW_NAME
 from tests.ui.airflow_server import NO_ACCESS_PASSWORD, NO_ACCESS_USER, AirflowApiServer, start_api_server
 from tests.ui.analytics_data import Landed, land_analytics
+from tests.ui.charts import hover_point, legend_values
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMEDRIVER = Path("/usr/bin/chromedriver")
@@ -46,6 +47,8 @@ CHROMIUM_FLAGS = (
     "--window-size=1300,1000",
 )
 WAIT_S = 60
+LEGEND_LABELS = '[data-chart="finding-0"] .u-legend .u-series > th'
+"""uPlot hides or shows a series on a click on its legend label cell."""
 
 
 def start_chromium(profile: Path) -> Any:
@@ -167,12 +170,6 @@ def _check_access_and_escaping(server: AirflowApiServer, admin_token: str, data:
     assert status == 404 and kind.startswith("text/plain") and b"<script>" not in body
 
 
-def _images_loaded(driver: object) -> list[tuple[str, bool, int]]:
-    return driver.execute_script(  # type: ignore[attr-defined]
-        "return [...document.querySelectorAll('img.chart')].map(i => [i.src, i.complete, i.naturalWidth]);"
-    )
-
-
 def test_page_in_airflow_ui(
     airflow_server: AirflowApiServer,
     browser: object,
@@ -236,16 +233,28 @@ def test_page_in_airflow_ui(
     assert rows.get(window.name) == window.expires_at.strftime("%Y-%m-%d %H:%M:%S")
     assert "expires in" in subscriptions.text
 
+    # The full anomalies table is there, collapsed under the findings.
     anomalies = browser.find_element(By.ID, "anomalies")  # type: ignore[attr-defined]
-    client_cells = [cell.text for cell in anomalies.find_elements(By.CSS_SELECTOR, "tr.anomaly td.client_id")]
+    client_cells = [
+        cell.get_attribute("textContent")
+        for cell in anomalies.find_elements(By.CSS_SELECTOR, "tr.anomaly td.client_id")
+    ]
     assert client_cells == [data.client_id]
-    assert data.metric_name in anomalies.text
+    assert data.metric_name in anomalies.get_attribute("textContent")
 
-    wait.until(lambda driver: all(complete for _, complete, _ in _images_loaded(driver)))
-    images = _images_loaded(browser)
-    assert any("charts/client.png" in src for src, _, _ in images)
-    assert any("charts/brokers.png" in src for src, _, _ in images)
-    assert all(width > 100 for _, _, width in images), images
+    # Findings first: the spiking client's card, its chart answers hover and toggles a series.
+    wait.until(lambda driver: driver.find_elements(By.CSS_SELECTOR, '[data-chart="finding-0"] canvas'))
+    card = browser.find_element(By.CSS_SELECTOR, "#findings article.card")  # type: ignore[attr-defined]
+    assert data.client_id in card.text and data.metric_name in card.text
+    values = browser.execute_script("return window.kip714Charts.charts['finding-0'].data[1]")  # type: ignore[attr-defined]
+    hover_point(browser, "finding-0", values.index(max(v for v in values if v is not None)))
+    wait.until(lambda driver: legend_values(driver, "finding-0")[1] == "450")
+    entry = browser.find_elements(By.CSS_SELECTOR, LEGEND_LABELS)[1]  # type: ignore[attr-defined]
+    entry.click()
+    hidden = "return window.kip714Charts.charts['finding-0'].series[1].show === false"
+    wait.until(lambda driver: driver.execute_script(hidden))
+    metric_charts = browser.find_elements(By.CSS_SELECTOR, "#metrics [data-chart] canvas")  # type: ignore[attr-defined]
+    assert metric_charts and browser.find_elements(By.CSS_SELECTOR, "#brokers [data-chart] canvas")  # type: ignore[attr-defined]
 
     browser.switch_to.default_content()  # type: ignore[attr-defined]
     shot = tmp_path / "ui-screenshot.png"

@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from airflow_provider_kip714.report import build_report, report_url_path
-from airflow_provider_kip714.report.builder import PLOTS_DIR
+from airflow_provider_kip714.report.builder import report_title
 from airflow_provider_kip714.storage.data_root import RunArea, troubleshoot_area
 from spark_apps.kip714_common.landing_contract import CLIENT_IDENTITY_COLUMNS
 
@@ -239,74 +239,96 @@ def make_zone(root: Path, *, with_anomaly: bool = True, with_brokers: bool = Tru
     return zone
 
 
-def anomaly_rows(text: str) -> list[str]:
-    section = text.split("<h2>Anomalies</h2>", 1)[1].split("<h2>Clients</h2>", 1)[0]
-    return re.findall(r"<tr class=\"[^\"]*\">.*?</tr>", section, flags=re.S)
+def chart_data(text: str) -> dict:
+    """The report's chart data block, parsed as the bundled renderer parses it."""
+    block = re.search(r'<script type="application/json" id="kip714-chart-data">(.*?)</script>', text, re.S)
+    assert block is not None
+    assert "<" not in block.group(1) and ">" not in block.group(1)  # no value can close the element
+    return json.loads(block.group(1))
 
 
-def test_report_lists_anomaly_with_who_and_where_and_plots_every_metric(tmp_path: Path) -> None:
+def charts_by_id(text: str) -> dict[str, dict]:
+    return {chart["id"]: chart for chart in chart_data(text)["charts"]}
+
+
+def cards(text: str) -> list[str]:
+    return re.findall(r"<article class=\"card [^\"]*\".*?</article>", text, flags=re.S)
+
+
+def test_report_leads_with_the_finding_card_and_its_chart_against_the_threshold(tmp_path: Path) -> None:
     zone = make_zone(tmp_path / "zone")
     result = build_report(zone, title="unit report", request={"match": ["client_id=slow-.*"]})
 
     html_path = Path(result.html_path)
     assert html_path == zone.report / "report.html"
     text = html_path.read_text()
-    rows = anomaly_rows(text)
-    assert len(rows) == 1
+    assert (
+        text.index("<details><summary>The request") < text.index("id='findings'") < text.index("id='metrics'")
+    )
+    (card,) = cards(text)
     for expected in (
         "slow-consumer",
-        "127.0.0.7",
-        "confluent-kafka-python",
-        "2.16.0",
+        "AAAAAAAAAAAAAAAAAAAAAA",
+        "confluent-kafka-python 2.16.0",
         "User:ANONYMOUS",
         FETCH,
     ):
-        assert expected in rows[0]
-    assert 'class="critical"' in rows[0]
-    assert result.anomalies == 1 and result.clients == 2 and result.brokers == 1
+        assert expected in card
+    assert 'class="card critical"' in card and "2026-03-01 10:01:20 UTC" in card  # since when
+    assert "900 against 500" in card and "a threshold" in card  # how bad, against what
+    assert result.anomalies == 1 and result.findings == 1 and result.clients == 2 and result.brokers == 1
     assert result.metrics_plotted == 2 and result.plots_skipped == 0
-    images = re.findall(r"<img src='([^']+)'", text)
-    assert len(images) == 3  # two client metrics + one broker
-    for image in images:
-        data = (zone.report / image).read_bytes()
-        assert data.startswith(b"\x89PNG") and len(data) > 2000
+    assert "<img" not in text and not (zone.report / "plots").exists()
+    chart = charts_by_id(text)["finding-0"]
+    mine, *levels = chart["lines"]
+    assert mine["label"] == "slow-consumer" and mine["values"][8:] == [900.0] * 4  # node_id=1, the breach
+    assert [(line["label"], line["values"][0]) for line in levels] == [
+        ("threshold 500", 500.0),
+        ("critical 800", 800.0),
+    ]
+    breach = (START + timedelta(seconds=80)).timestamp(), (START + timedelta(seconds=120)).timestamp()
+    assert chart["shade"] == [list(breach)]
     assert "client_id=slow-.*" in text and "steady-producer" in text and "apache-kafka-java" in text
     summary = json.loads((zone.report / "summary.json").read_text())
-    assert summary["anomalies"] == 1 and len(summary["plots"]) == 3
+    assert summary["anomalies"] == 1 and summary["html_bytes"] == len(text.encode())
 
 
-def test_threshold_lines_follow_rule_scope(tmp_path: Path) -> None:
-    from airflow_provider_kip714.analytics.tables import read_table
-    from airflow_provider_kip714.report.builder import _threshold_lines
-
+def test_one_chart_per_metric_across_clients_one_colour_per_client(tmp_path: Path) -> None:
     zone = make_zone(tmp_path / "zone")
-    thresholds = read_table(zone, "thresholds")
-    group_by = ("client_software_name", "client_id")
-    slow = _threshold_lines(thresholds, FETCH, CLIENTS["slow-consumer"], group_by)
-    assert sorted(line.value for _, line in slow) == [500.0, 800.0]  # not the rule for client "nobody"
-    steady = _threshold_lines(thresholds, QUEUE, CLIENTS["steady-producer"], group_by)
-    assert [(field, line.value) for field, line in steady] == [("max", 5000.0)]
+    text = Path(build_report(zone).html_path).read_text()
+    charts = charts_by_id(text)
+    metric = [c for c in charts.values() if c["id"].startswith("metric-")]
+    assert [c["title"] for c in metric] == [FETCH, QUEUE]  # the metric with a finding first
+    slow = next(line for line in metric[0]["lines"] if line["label"] == "slow-consumer")
+    assert slow["colour"] == charts["finding-0"]["lines"][0]["colour"] and slow["width"] > 2  # highlighted
+    assert chart_data(text)["palette"]["AAAAAAAAAAAAAAAAAAAAAA"] == slow["colour"]
+    levels = [line["label"] for line in metric[0]["lines"] if line["dash"]]
+    assert levels == [
+        "fetch-latency: signal > 500",
+        "fetch-latency (critical): signal > 800",
+    ]  # not 'nobody's
+    assert "queue-time: max > 5000" in metric[1]["note"]  # off scale: named, not drawn
 
 
-def test_clean_zone_without_brokers_says_so_and_rerun_replaces_plots(tmp_path: Path) -> None:
+def test_clean_zone_without_brokers_says_so_and_rerun_removes_old_plots(tmp_path: Path) -> None:
     zone = make_zone(tmp_path / "zone", with_anomaly=False, with_brokers=False)
-    stale = zone.report / PLOTS_DIR / "stale.png"
+    stale = zone.report / "plots" / "stale.png"
     stale.parent.mkdir(parents=True)
     stale.write_bytes(b"old")
     result = build_report(zone)
     text = Path(result.html_path).read_text()
-    assert anomaly_rows(text) == []
-    assert "No threshold was breached" in text and "No broker metric records" in text
+    assert cards(text) == []
+    assert "No finding" in text and "No broker metric records" in text
     assert result.anomalies == 0 and result.brokers == 0 and result.metrics_plotted == 2
     assert not stale.exists()
 
 
-def test_plot_budget_keeps_anomalous_metrics_first(tmp_path: Path) -> None:
+def test_chart_budget_keeps_metrics_with_findings_first(tmp_path: Path) -> None:
     zone = make_zone(tmp_path / "zone")
-    result = build_report(zone, max_plots=1)
+    result = build_report(zone, max_plots=2)  # the card's chart and one metric chart
     assert result.metrics_plotted == 1 and result.plots_skipped == 1
     text = Path(result.html_path).read_text()
-    assert f"{FETCH} <span class='flag'>anomaly</span>" in text
+    assert [c["title"] for c in charts_by_id(text).values() if c["id"].startswith("metric-")] == [FETCH]
 
 
 def test_window_clips_buckets_and_anomalies(tmp_path: Path) -> None:
@@ -327,6 +349,23 @@ def test_empty_zone_renders_and_bad_budget_is_refused(tmp_path: Path) -> None:
     assert result.clients == 0 and "No client telemetry" in Path(result.html_path).read_text()
     with pytest.raises(ValueError, match="max_plots: must be >= 0"):
         build_report(RunArea(tmp_path / "empty"), max_plots=-1)
+    with pytest.raises(ValueError, match="top: must be >= 1"):
+        build_report(RunArea(tmp_path / "empty"), top=0)
+
+
+def test_title_says_which_dag_when_and_which_clients() -> None:
+    window = (START, START + timedelta(minutes=30))
+    assert report_title("kip714_troubleshoot", window, ["client_id=orders-.*"]) == (
+        "kip714_troubleshoot · 01 Mar 2026 10:00-10:30 UTC · client_id=orders-.*"
+    )
+    assert report_title(None, None) == "KIP-714 report · all landed data · all clients"
+
+
+def test_report_is_self_contained_with_the_bundled_chart_library(tmp_path: Path) -> None:
+    text = Path(build_report(make_zone(tmp_path / "zone")).html_path).read_text()
+    assert "https://" not in text.split('<script id="kip714-uplot">')[0]  # nothing fetched before the charts
+    assert "src=" not in text and "<link" not in text
+    assert "uPlot" in text and "kip714-chart-data" in text
 
 
 def test_far_away_thresholds_are_listed_not_drawn() -> None:

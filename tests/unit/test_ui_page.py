@@ -8,6 +8,7 @@ real authentication and a real cluster, is exercised by ``tests/ui/test_ui_brows
 from __future__ import annotations
 
 import json
+import re
 import socket
 from collections.abc import Iterator
 from pathlib import Path
@@ -72,19 +73,56 @@ def test_missing_connection_is_shown(client: TestClient, monkeypatch: pytest.Mon
     assert "isn&#39;t defined" in text or "not defined" in text
 
 
-def test_landed_analytics_show_anomalies_clients_and_brokers(client: TestClient, data_dir: Path) -> None:
+def test_landed_analytics_lead_with_the_finding_card_then_charts(client: TestClient, data_dir: Path) -> None:
     landed = land_analytics(scheduled_area(data_dir).analytics)
     text = client.get("/").text
-    assert "1 newest of 1." in text
-    assert f'<td class="client_id ">{landed.client_id}</td>' in text
-    assert "fetch-latency-high" in text
-    # The client with the anomaly is selected first, and its anomalous metric gets the first chart.
-    assert f"instance <code>{landed.client_instance_id}</code>" in text
-    first_chart = text.index('class="chart client-chart"')
-    assert "fetch.latency.avg" in text[first_chart : first_chart + 400]
+    assert text.index('id="findings"') < text.index('id="metrics"') < text.index('id="subscriptions"')
+    card = re.search(r'<article class="card critical".*?</article>', text, re.S)
+    assert card is not None
+    for expected in (
+        landed.client_id,
+        landed.client_instance_id,
+        "confluent-kafka-python 2.16.0",
+        "User:ANONYMOUS",
+    ):
+        assert expected in card.group(0)
+    assert "450 against 200" in card.group(0) and 'data-chart="finding-0"' in card.group(0)
+    charts = chart_data(text)["charts"]
+    assert [c["id"] for c in charts] == ["finding-0", "metric-0", "metric-1", "brokers"]
+    assert {c["title"] for c in charts[1:3]} == {
+        landed.metric_name,
+        "org.apache.kafka.producer.record.queue.time.avg",
+    }
+    assert "1 newest of 1." in text and "fetch-latency-high" in text  # the full table, collapsed
     assert "billing-producer" in text
     assert "144 pushes exported" in text
-    assert 'src="charts/brokers.png?run=scheduled"' in text
+    assert "Live mode has written no state yet" in text
+
+
+def test_filters_narrow_cards_and_charts(client: TestClient, data_dir: Path) -> None:
+    landed = land_analytics(scheduled_area(data_dir).analytics)
+    text = client.get("/", params={"client": "billing"}).text
+    assert "<article" not in text and "(filtered)" in text
+    charts = chart_data(text)["charts"]
+    lines = {
+        line["label"] for chart in charts if chart["id"].startswith("metric-") for line in chart["lines"]
+    }
+    assert lines == {"billing-producer"}
+    assert (
+        '<option value="confluent-kafka-python 2.16.0" selected>confluent-kafka-python 2.16.0</option>'
+        in client.get("/", params={"library": "confluent-kafka-python 2.16.0"}).text
+    )
+    mine = client.get(
+        "/", params={"client": landed.client_instance_id[:6].lower(), "principal": "User:ANONYMOUS"}
+    ).text
+    assert mine.count("<article") == 1
+    assert client.get("/", params={"principal": "User:nobody"}).text.count("<article") == 0
+
+
+def chart_data(text: str) -> dict:
+    block = re.search(r'<script type="application/json" id="kip714-chart-data">(.*?)</script>', text, re.S)
+    assert block is not None and "<" not in block.group(1)
+    return json.loads(block.group(1))
 
 
 def test_charts_are_png_images(client: TestClient, data_dir: Path) -> None:
