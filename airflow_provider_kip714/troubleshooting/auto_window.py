@@ -34,6 +34,7 @@ from airflow_provider_kip714.contract.instance_id import to_kafka_form
 from airflow_provider_kip714.exceptions import Kip714Error
 from airflow_provider_kip714.findings.model import EXTRA_KEY, Finding, Transition
 from airflow_provider_kip714.findings.store import AutoWindow
+from airflow_provider_kip714.settings import scheduled_kafka_conn_id
 from airflow_provider_kip714.subscriptions.model import MIN_INTERVAL_MS
 from airflow_provider_kip714.troubleshooting.form import MAX_WINDOW_S, MIN_WINDOW_S, OPENED_BY_KEY
 from airflow_provider_kip714.troubleshooting.guardrails import Capability, check_window
@@ -58,7 +59,8 @@ class AutoWindowSettings:
     """The ``kip714_auto_windows`` Variable (JSON); every field is optional."""
 
     enabled: bool = False
-    kafka_config_id: str = "kafka_default"
+    kafka_config_id: str = field(default_factory=scheduled_kafka_conn_id)
+    """The cluster live mode watches (``KIP714_KAFKA_CONN_ID``, default ``kafka_default``)."""
     window_minutes: int = 10
     interval_ms: int = 1000
     cooldown_minutes: int = 60
