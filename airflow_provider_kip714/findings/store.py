@@ -6,6 +6,7 @@ Layout (``<root>/live/``, a local folder or an object-store prefix)::
     findings.json        FindingsLedger: the open findings and the outbox of transitions to announce
     auto_windows.json    AutoWindow records: windows opened by findings (the guardrails count them)
     cursor.json          CycleStart records: where each recent cycle's landing began, per partition
+    alerts_sent.json     AlertLedger: findings the alert DAG received and has not sent yet, and what it sent
 
 Each file is one JSON document written whole (a single PUT on object stores; a fsynced temporary file
 renamed into place locally), so a reader sees the old or the new document, never half of one. One writer
@@ -37,6 +38,7 @@ STATUS_FILE: Final = "status.json"
 LEDGER_FILE: Final = "findings.json"
 AUTO_WINDOWS_FILE: Final = "auto_windows.json"
 CURSOR_FILE: Final = "cursor.json"
+ALERTS_SENT_FILE: Final = "alerts_sent.json"
 
 
 def live_root(root: StoragePath | None = None) -> StoragePath:
@@ -174,6 +176,84 @@ class CycleStart:
         return cls(datetime.fromisoformat(body["at"]), offsets)
 
 
+@dataclass(frozen=True)
+class PendingAlert:
+    """A transition the alert DAG received and has not yet mailed; ``received_at`` picks its hour."""
+
+    finding: Finding
+    received_at: datetime
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return self.finding.finding_id, self.finding.transition.value
+
+
+@dataclass(frozen=True)
+class SentAlert:
+    """A transition that was handed to the notifiers, on its own (``digest`` False) or in a digest."""
+
+    finding_id: str
+    transition: str
+    kind: str
+    received_at: datetime
+    sent_at: datetime
+    digest: bool = False
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return self.finding_id, self.transition
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "finding_id": self.finding_id,
+            "transition": self.transition,
+            "kind": self.kind,
+            "received_at": self.received_at.isoformat(),
+            "sent_at": self.sent_at.isoformat(),
+            "digest": self.digest,
+        }
+
+    @classmethod
+    def from_json(cls, body: dict[str, Any]) -> SentAlert:
+        return cls(
+            finding_id=str(body["finding_id"]),
+            transition=str(body["transition"]),
+            kind=str(body["kind"]),
+            received_at=datetime.fromisoformat(body["received_at"]),
+            sent_at=datetime.fromisoformat(body["sent_at"]),
+            digest=bool(body.get("digest", False)),
+        )
+
+
+@dataclass
+class AlertLedger:
+    """The alert DAG's memory: what waits to be sent, and what was sent (for no-twice and the rate limit)."""
+
+    pending: list[PendingAlert] = field(default_factory=list)
+    sent: list[SentAlert] = field(default_factory=list)
+    bad_events: int = 0
+    """Asset events whose ``extra`` was not a finding, counted over the ledger's life."""
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "pending": [
+                {"received_at": entry.received_at.isoformat(), **entry.finding.as_extra()}
+                for entry in self.pending
+            ],
+            "sent": [entry.as_json() for entry in self.sent],
+            "bad_events": self.bad_events,
+        }
+
+    @classmethod
+    def from_json(cls, body: dict[str, Any]) -> AlertLedger:
+        pending = [
+            PendingAlert(Finding.from_extra(item), datetime.fromisoformat(item["received_at"]))
+            for item in body.get("pending", [])
+        ]
+        sent = [SentAlert.from_json(item) for item in body.get("sent", [])]
+        return cls(pending, sent, int(body.get("bad_events") or 0))
+
+
 class LiveStore:
     """Reads and writes the documents under ``<root>/live/``; a missing document reads as empty."""
 
@@ -212,6 +292,13 @@ class LiveStore:
 
     def write_cycle_starts(self, cycles: list[CycleStart]) -> None:
         self._write(CURSOR_FILE, {"cycles": [cycle.as_json() for cycle in cycles]})
+
+    def alert_ledger(self) -> AlertLedger:
+        body = self._read(ALERTS_SENT_FILE)
+        return AlertLedger.from_json(body) if body else AlertLedger()
+
+    def write_alert_ledger(self, ledger: AlertLedger) -> None:
+        self._write(ALERTS_SENT_FILE, ledger.as_json())
 
     def _read(self, name: str) -> dict[str, Any] | None:
         path = self.root / name

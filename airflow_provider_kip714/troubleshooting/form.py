@@ -25,6 +25,9 @@ from spark_apps.kip714_common.rules import COMPARISONS
 
 GUARDRAIL_KEY: Final = "guardrail_warnings"
 """Where ``validate_request`` puts the guardrail's messages in the request the report shows."""
+OPENED_BY_KEY: Final = "opened_by_finding"
+"""The field ``kip714_auto_window`` fills with the finding (``Finding.as_extra()["finding"]``) that opened
+the window; empty for a window opened by hand."""
 DEFAULT_METRICS: Final = (KAFKA_PREFIX,)
 BUCKETS: Final = ("5s", "10s", "15s", "30s", "1m", "5m")
 THRESHOLD_FIELDS: Final = ("signal", "avg", "max", "min", "last", "p95", "p99", "rate_per_second")
@@ -161,6 +164,13 @@ def troubleshoot_params() -> dict[str, Param]:
             maximum=BASELINE_BUCKETS[1],
             title="Baseline: buckets needed",
             description="Learn a median + k*MAD baseline per metric and client once this many buckets exist.",
+            section="Analysis",
+        ),
+        OPENED_BY_KEY: Param(
+            None,
+            type=["null", "object"],
+            title="Opened by finding",
+            description="Set by kip714_auto_window: the finding that opened this window. Leave empty.",
             section="Analysis",
         ),
         "baseline_for_seconds": _bounded_integer(

@@ -21,6 +21,7 @@ from airflow_provider_kip714.contract.selectors import (
     parse_match,
 )
 from airflow_provider_kip714.exceptions import SubscriptionValidationError
+from airflow_provider_kip714.findings.model import EXTRA_KEY, Finding, FindingError
 from airflow_provider_kip714.subscriptions.model import (
     ALL_METRICS,
     MAX_INTERVAL_MS,
@@ -35,6 +36,7 @@ from airflow_provider_kip714.troubleshooting.form import (
     MAX_CLIENTS,
     MAX_WINDOW_S,
     MIN_WINDOW_S,
+    OPENED_BY_KEY,
     THRESHOLD_FIELDS,
     form_defaults,
 )
@@ -71,6 +73,8 @@ class TroubleshootingRequest:
     use_default_rules: bool
     baseline_min_buckets: int
     baseline_for_seconds: int
+    opened_by_finding: dict[str, Any] | None = None
+    """The finding that opened this window (``Finding.as_extra()["finding"]``, checked), or None."""
 
     @classmethod
     def from_params(cls, params: Mapping[str, Any]) -> TroubleshootingRequest:
@@ -149,6 +153,7 @@ class TroubleshootingRequest:
             baseline_for_seconds=_whole(
                 "baseline_for_seconds", params["baseline_for_seconds"], 0, MAX_WINDOW_S
             ),
+            opened_by_finding=_opened_by(params.get(OPENED_BY_KEY)),
         )
 
     @property
@@ -203,6 +208,17 @@ class TroubleshootingRequest:
 
 _MAX_FIELD_NAME = 80
 _CONN_ID = re.compile(r"[A-Za-z0-9_.-]{1,250}", re.ASCII)
+
+
+def _opened_by(value: object) -> dict[str, Any] | None:
+    """The opening finding as its JSON form, after ``Finding.from_extra`` accepted it (or None)."""
+    if value is None:
+        return None
+    try:
+        return Finding.from_extra({EXTRA_KEY: value}).as_extra()[EXTRA_KEY]
+    except FindingError as err:
+        rule = str(err).removeprefix(f"extra.{EXTRA_KEY}").lstrip(".:").strip()
+        raise SubscriptionValidationError(OPENED_BY_KEY, rule or "must be a finding") from None
 
 
 def _optional_text(field: str, value: object) -> None:

@@ -81,6 +81,12 @@ def test_product_dags_import_cleanly(tmp_path: Path) -> None:
     assert rollups["kafka_conn_ids"] == ["kafka_default"]
     # one mapped reap task per cluster, the clusters read at run time (environment + recorded)
     assert dags["kip714_reaper"]["tasks"] == ["reap_expired_subscriptions", "window_clusters"]
+    # the findings' consumers: on the kip714_findings asset (alerts also every ten minutes)
+    assert dags["kip714_alerts"]["tasks"] == ["send_alerts"]
+    assert dags["kip714_alerts"]["schedule"] == "AssetOrTimeSchedule"
+    assert dags["kip714_auto_window"]["tasks"] == ["open_window", "plan"]
+    assert dags["kip714_auto_window"]["schedule"] == "AssetTriggeredTimetable"
+    assert "opened_by_finding" in troubleshoot["params"]
 
 
 def test_scheduled_dags_take_their_connections_from_the_environment(tmp_path: Path) -> None:

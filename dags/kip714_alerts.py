@@ -1,0 +1,57 @@
+"""``kip714_alerts``: every new or resolved finding to people, through an Airflow notifier (e-mail here).
+
+Scheduled on the ``kip714_findings`` asset (one event per finding transition, written by
+``kip714_live``), and every ten minutes: that run sends what an earlier run could not (an SMTP server
+that was down, a connection created since) and the digests of hours that have ended.
+
+Settings: the Airflow Variable ``kip714_alerts`` (JSON), e.g.
+``{"to": ["ops@example.com"], "smtp_conn_id": "smtp_default", "max_mails_per_kind_per_hour": 5}``;
+see ``AlertSettings`` and docs/live.md. The task fails with one line naming what to fix when the
+settings, the connection or the server are wrong; the findings wait in ``<root>/live/alerts_sent.json``.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from airflow.sdk import (
+    DAG,
+    Asset,
+    AssetOrTimeSchedule,
+    CronTriggerTimetable,
+    Variable,
+    get_current_context,
+    task,
+)
+
+from airflow_provider_kip714.findings.alerts import ALERTS_VARIABLE, run_alerts
+from airflow_provider_kip714.findings.model import FINDINGS_ASSET_NAME
+from airflow_provider_kip714.findings.store import LiveStore
+
+with DAG(
+    dag_id="kip714_alerts",
+    description="Mail each new or resolved kip714 finding (rate-limited per kind and hour, with digests)",
+    schedule=AssetOrTimeSchedule(
+        timetable=CronTriggerTimetable("*/10 * * * *", timezone="UTC"),
+        assets=Asset.ref(name=FINDINGS_ASSET_NAME),
+    ),
+    start_date=datetime(2026, 1, 1, tzinfo=UTC),
+    catchup=False,
+    max_active_runs=1,  # one writer of the alert ledger at a time
+    default_args={"retries": 0},  # the next run (ten minutes at most) sends what this one could not
+    tags=["kip714"],
+    doc_md=__doc__,
+) as dag:
+
+    @task
+    def send_alerts() -> dict[str, Any]:
+        """Record the triggering findings as pending, then send what is pending (see findings/alerts.py)."""
+        return run_alerts(
+            get_current_context(),
+            Variable.get(ALERTS_VARIABLE, default=None),
+            LiveStore(),
+            datetime.now(UTC),
+        )
+
+    send_alerts()

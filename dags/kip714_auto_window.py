@@ -1,0 +1,86 @@
+"""``kip714_auto_window``: an opened finding opens a 1 s troubleshooting window for the client it names.
+
+Off unless the Airflow Variable ``kip714_auto_windows`` says ``{"enabled": true}`` (settings and
+guardrails: ``troubleshooting/auto_window.py``, docs/live.md). Scheduled on the ``kip714_findings``
+asset:
+
+    plan_windows (guardrails; records each window in <root>/live/auto_windows.json)
+        -> open_window (one kip714_troubleshoot run per window, run id kip714_auto__<finding id>)
+
+The troubleshooting run is the ordinary ``kip714_troubleshoot``: the same operators and guarantees
+(subscription deleted on every path, the reaper as the safety net); its conf names the finding that
+opened it (``opened_by_finding``).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from airflow.providers.standard.operators.trigger_dagrun import TriggerDagRunOperator
+from airflow.sdk import DAG, Asset, Variable, get_current_context, task
+
+from airflow_provider_kip714.findings.events import findings_of_events
+from airflow_provider_kip714.findings.model import FINDINGS_ASSET_NAME
+from airflow_provider_kip714.findings.store import LiveStore
+from airflow_provider_kip714.storage.data_root import scheduled_area
+from airflow_provider_kip714.troubleshooting.auto_window import (
+    AUTO_WINDOWS_VARIABLE,
+    TROUBLESHOOT_DAG_ID,
+    AutoWindowSettings,
+    plan_windows,
+    prune,
+)
+from airflow_provider_kip714.troubleshooting.guardrails import load_capabilities
+
+with DAG(
+    dag_id="kip714_auto_window",
+    description="Open a 1 s kip714_troubleshoot window for the client a new finding names (opt-in)",
+    schedule=Asset.ref(name=FINDINGS_ASSET_NAME),
+    start_date=datetime(2026, 1, 1, tzinfo=UTC),
+    catchup=False,
+    max_active_runs=1,  # one writer of auto_windows.json; the guardrails count what it holds
+    default_args={"retries": 1},
+    tags=["kip714"],
+    doc_md=__doc__,
+) as dag:
+
+    @task
+    def plan() -> list[dict[str, Any]]:
+        """The windows the guardrails allow, recorded before they are triggered; one line per refusal."""
+        settings = AutoWindowSettings.from_json(Variable.get(AUTO_WINDOWS_VARIABLE, default=None))
+        if not settings.enabled:
+            print(
+                f"kip714 auto-windows are off (Variable {AUTO_WINDOWS_VARIABLE}: enabled false)", flush=True
+            )
+            return []
+        findings, bad = findings_of_events(get_current_context()["triggering_asset_events"])
+        store = LiveStore()
+        now = datetime.now(UTC)
+        history = prune(store.auto_windows(), now)
+        plans = plan_windows(findings, settings, history, load_capabilities(scheduled_area()), now)
+        for refusal in plans.refusals:
+            print(
+                f"KIP714_AUTO_WINDOW refused {refusal.finding_id} {refusal.guardrail}: {refusal.reason}",
+                flush=True,
+            )
+        new = [window.record for window in plans.windows if window.new]
+        if new:
+            store.write_auto_windows([*history, *new])
+        for window in plans.windows:
+            print(
+                f"KIP714_AUTO_WINDOW opening {window.run_id} for {window.record.client_instance_ids}",
+                flush=True,
+            )
+        print(
+            f"{len(findings)} finding(s), {bad} bad event(s), {len(plans.windows)} window(s) to open",
+            flush=True,
+        )
+        return [window.trigger_kwargs() for window in plans.windows]
+
+    TriggerDagRunOperator.partial(
+        task_id="open_window",
+        trigger_dag_id=TROUBLESHOOT_DAG_ID,
+        skip_when_already_exists=True,  # a retry triggers the same run id again: no second window
+        wait_for_completion=False,
+    ).expand_kwargs(plan())
