@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 
 from kip714_dev.compat.clients import ClientSpec
 from kip714_dev.compat.matrix import BrokerRun, run_matrix
-from kip714_dev.compat.table import cell, render
+from kip714_dev.compat.table import cell, metrics_section, render
 from kip714_dev.compat.versions import (
     BROKERS,
     CONFLUENT_KAFKA,
@@ -83,6 +83,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     print()
     print(render(runs, specs))
+    print()
+    print("Metric names each client release pushed (producer and consumer, newest broker it landed on):")
+    print()
+    print(metrics_section(runs, specs))
     broken = [run for run in runs if run.error and not run.error.startswith("not run")]
     return 1 if broken else 0
 

@@ -82,3 +82,39 @@ def _ports(run: BrokerRun) -> str:
     if not ports:
         return "-"
     return "empty" if ports == {""} else "yes" if "" not in ports else "mixed"
+
+
+def metrics_section(runs: Sequence[BrokerRun], specs: Sequence[ClientSpec]) -> str:
+    """Per client release, the metric names it pushed (on the newest broker where it landed): counts by
+    role, and for each release the names added or gone against the previous release of its library."""
+    lines = [
+        "| client | producer | consumer | other | against the previous release |",
+        "|---|---|---|---|---|",
+    ]
+    previous: dict[str, set[str]] = {}
+    for spec in specs:
+        names: set[str] = set()
+        for run in reversed(runs):
+            landed = run.landed.get(spec)
+            if landed is not None and landed.metrics:
+                names = landed.metrics
+                break
+        producer = sum(name.startswith("org.apache.kafka.producer.") for name in names)
+        consumer = sum(name.startswith("org.apache.kafka.consumer.") for name in names)
+        before = previous.get(spec.library)
+        change = "-" if before is None or not names else _change(before, names)
+        lines.append(
+            f"| {spec.label} | {producer} | {consumer} | {len(names) - producer - consumer} | {change} |"
+        )
+        if names:
+            previous[spec.library] = names
+    return "\n".join(lines)
+
+
+def _change(before: set[str], after: set[str]) -> str:
+    added, gone = sorted(after - before), sorted(before - after)
+    if not added and not gone:
+        return "same names"
+    parts = [f"+{len(added)}: {', '.join(added[:6])}{' ...' if len(added) > 6 else ''}"] if added else []
+    parts += [f"-{len(gone)}: {', '.join(gone[:6])}{' ...' if len(gone) > 6 else ''}"] if gone else []
+    return "; ".join(parts)
