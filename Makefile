@@ -8,13 +8,16 @@ VENV := $(CURDIR)/.venv
 BIN := $(VENV)/bin
 KAFKA_VERSION ?= 4.4.0
 KAFKA_COMPAT_VERSION ?= 3.9.2
+# The oldest Kafka line the plugin supports: tests/integration/test_kafka_37.py and the compat subset run it.
+KAFKA_OLDEST_VERSION ?= 3.7.2
+COMPAT_ARGS ?=
 PLUGIN_JAR := broker_plugin/target/kip714-broker-plugin.jar
 JAVA_CLIENT_JAR := tests/java_client/target/kip714-java-client.jar
 PYTEST_ARGS ?=
 # rustup's default location, in case the calling shell has not sourced ~/.cargo/env
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 
-.PHONY: help install venv plugin java-client kafka cluster-jars browser test unit-test lint demo demo-cluster bench airflow clean dist otel-check
+.PHONY: help install venv plugin java-client kafka cluster-jars browser test unit-test lint demo demo-cluster bench airflow clean dist otel-check compat
 
 help:
 	@echo "make demo   - install, start local Kafka + clients, run the troubleshooting job"
@@ -24,6 +27,7 @@ help:
 	@echo "make lint   - ruff check + format check"
 	@echo "make dist   - build the provider wheel + sdist and the native decoder's abi3 wheel into dist/"
 	@echo "make bench  - run the benchmarks in bench/"
+	@echo "make compat - the compatibility matrix (8 brokers x librdkafka 2.5-2.16 x Java 3.7-4.4; COMPAT_ARGS=--quick for the CI subset)"
 	@echo "make airflow - airflow standalone with the DAGs and the Client telemetry page"
 
 $(CURDIR)/.tools/bin/uv:
@@ -51,6 +55,7 @@ java-client: $(JAVA_CLIENT_JAR)
 kafka: venv
 	$(BIN)/kip714 local-kafka install --kafka-version $(KAFKA_VERSION)
 	$(BIN)/kip714 local-kafka install --kafka-version $(KAFKA_COMPAT_VERSION)
+	$(BIN)/kip714 local-kafka install --kafka-version $(KAFKA_OLDEST_VERSION)
 
 # S3Proxy and Spark's s3a connector (hadoop-aws + the 686 MB AWS SDK bundle), resolved once into ~/.cache/kip714.
 cluster-jars: venv
@@ -90,6 +95,10 @@ bench: install
 
 airflow: install
 	$(BIN)/python -m kip714_dev.airflow_standalone
+
+# Real brokers and clients of every supported version (docs/compatibility.md); niced, one broker at a time.
+compat: install
+	nice -n 5 $(BIN)/python -m kip714_dev.compat $(COMPAT_ARGS)
 
 # A real OpenTelemetry Collector (built once with Go, minutes) reads the topic with docs' configuration.
 otel-check: install

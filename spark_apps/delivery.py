@@ -27,6 +27,7 @@ from kip714_common.delivery import (
     HOUR,
     broker_client_counters,
     broker_hours,
+    ended_in_hour,
     instance_hours,
     landed_pushes,
     per_instance,
@@ -93,7 +94,7 @@ def instance_rows(
             "push_interval_seconds": F.col("interval_seconds"),
             "silent_since": F.when(F.col("status") == "silent", F.col("silent_since")),
             "unseen_instances": F.lit(None),
-            "reason": F.when(F.col("status") != "ok", reason_column()),
+            "reason": F.when((F.col("status") != "ok") | ended_in_hour(), reason_column()),
         },
     )
 

@@ -5,8 +5,10 @@ nothing from that library (and asking librdkafka for a metric it lacks has crash
 #4833). A push larger than the broker's ``telemetry.max.bytes`` *after decompression* is refused with
 INVALID_RECORD (Kafka >= 4.3.1), and the Java client then switches telemetry off until it restarts.
 
-Both checks read the ``capabilities`` table (what each library and version pushed before, written by
-``spark_apps/capabilities.py``). Without that table there is nothing to judge by and no warning is given.
+Both checks read the ``capabilities`` tables (what each library and version pushed before, written by
+``spark_apps/capabilities.py``): the scheduled area's and every troubleshooting run's, the latest row per
+library version and metric over all of them. Without any such table there is nothing to judge by and no
+warning is given.
 Only the ``client_software_name``/``client_software_version`` selectors narrow the libraries; other
 selectors (client id, address) cannot be judged from capabilities, so every known library counts.
 
@@ -22,11 +24,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import pandas as pd
+
 from airflow_provider_kip714.analytics.tables import read_table
 from airflow_provider_kip714.contract.client_text import printable
 from airflow_provider_kip714.contract.selectors import compile_pattern
 from airflow_provider_kip714.exceptions import ClusterUnreachableError
-from airflow_provider_kip714.storage.data_root import RunArea
+from airflow_provider_kip714.storage.data_root import RunArea, scheduled_area, troubleshoot_areas
 
 log = logging.getLogger(__name__)
 
@@ -64,10 +68,34 @@ class GuardrailWarning:
 
 def load_capabilities(zone: RunArea) -> list[Capability]:
     """The zone's ``capabilities`` rows, the latest per library version and metric (empty: none)."""
-    frame = read_table(zone, "capabilities")
-    if frame.empty:
+    return load_capabilities_of([zone])
+
+
+def visible_areas() -> list[RunArea]:
+    """Every area whose capabilities the guardrail can read: the scheduled one, then each
+    troubleshooting run's, newest first. A deployment that has run only troubleshooting windows has
+    capabilities there and none in the scheduled area."""
+    return [scheduled_area(), *troubleshoot_areas()]
+
+
+def load_capabilities_of(areas: Sequence[RunArea]) -> list[Capability]:
+    """The ``capabilities`` rows of several areas, the latest per library version and metric over all.
+
+    An area that cannot be read is skipped (logged): the others still judge the window.
+    """
+    frames = []
+    for area in areas:
+        try:
+            frame = read_table(area, "capabilities")
+        except Exception as err:  # advice only: one unreadable run must not hide the others
+            log.info("guardrail: capabilities of %s not read (%s)", area.root, err)
+            continue
+        if not frame.empty:
+            frames.append(frame)
+    if not frames:
         return []
-    latest = frame.sort_values("last_seen").drop_duplicates(
+    merged = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
+    latest = merged.sort_values("last_seen", kind="stable").drop_duplicates(
         ["client_software_name", "client_software_version", "metric_name"], keep="last"
     )
     return [
@@ -159,13 +187,14 @@ def check_window(
 
 
 def check_window_in_zone(
-    zone: RunArea,
+    zone: RunArea | Sequence[RunArea],
     metrics: Sequence[str],
     selectors: Mapping[str, str],
     telemetry_max_bytes: int | None = None,
 ) -> list[GuardrailWarning]:
-    """``check_window`` against a zone's capabilities; logs each warning at WARNING level."""
-    warnings = check_window(load_capabilities(zone), metrics, selectors, telemetry_max_bytes)
+    """``check_window`` against one area's capabilities, or several areas' merged; logs each warning."""
+    areas = [zone] if isinstance(zone, RunArea) else list(zone)
+    warnings = check_window(load_capabilities_of(areas), metrics, selectors, telemetry_max_bytes)
     for warning in warnings:
         log.warning("guardrail: %s", warning.message)
     return warnings
@@ -204,18 +233,17 @@ def check_subscription(
 ) -> list[GuardrailWarning]:
     """The guardrail for a ``Subscription`` about to be created (CLI, operators).
 
-    Reads capabilities from ``area`` (the scheduled analytics by default) and ``telemetry.max.bytes``
-    from the cluster when a ``ClientMetricsAdmin`` is given. Any failure is logged and yields no
-    warning: the check is advice, and a window must open even when the analytics cannot be read. Only
-    an unreachable cluster is raised (``ClusterUnreachableError``): the window cannot open either, and
-    the caller would otherwise wait out the same bootstrap timeout a second time.
+    Reads capabilities from ``area`` (by default every area it can see: ``visible_areas``) and
+    ``telemetry.max.bytes`` from the cluster when a ``ClientMetricsAdmin`` is given. Any failure is
+    logged and yields no warning: the check is advice, and a window must open even when the analytics
+    cannot be read. Only an unreachable cluster is raised (``ClusterUnreachableError``): the window
+    cannot open either, and the caller would otherwise wait out the same bootstrap timeout a second time.
     """
     try:
-        from airflow_provider_kip714.storage.data_root import scheduled_area
-
         selectors = {m.selector: m.pattern for m in subscription.match}
         limit = broker_telemetry_max_bytes(admin.client) if admin is not None else None
-        return check_window_in_zone(area or scheduled_area(), list(subscription.metrics), selectors, limit)
+        areas = [area] if area is not None else visible_areas()
+        return check_window_in_zone(areas, list(subscription.metrics), selectors, limit)
     except ClusterUnreachableError:
         raise
     except Exception as err:  # advice only; see docstring
@@ -228,7 +256,7 @@ def check_form_request(
 ) -> list[GuardrailWarning]:
     """The guardrail of ``kip714_troubleshoot``'s form, run when a run starts, before its subscription.
 
-    Capabilities from ``area`` (the scheduled analytics by default), ``telemetry.max.bytes`` from the
+    Capabilities from ``area`` (by default every area it can see), ``telemetry.max.bytes`` from the
     cluster of ``kafka_config_id``; every warning is logged at WARNING. Advice only: when the cluster
     or the analytics cannot be read the form still opens its window (logged, no warning).
     """

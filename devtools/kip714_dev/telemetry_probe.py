@@ -7,6 +7,7 @@ use it to provoke broker behaviour (early pushes are throttled) that real client
 
 from __future__ import annotations
 
+import gzip
 import uuid
 from dataclasses import dataclass
 
@@ -26,6 +27,7 @@ from kip714_dev.kafka_wire import KafkaWireConnection
 GET_TELEMETRY_SUBSCRIPTIONS_KEY = 71
 PUSH_TELEMETRY_KEY = 72
 COMPRESSION_NONE = i8(0)
+COMPRESSION_GZIP = i8(1)
 
 
 @dataclass(frozen=True)
@@ -89,15 +91,21 @@ class TelemetryProbe:
             delta_temporality=bool(response.delta_temporality),
         )
 
-    def push(self, subscription_id: int, metrics: bytes, terminating: bool = False) -> ErrorCode:
-        """Push an uncompressed OTLP MetricsData payload; returns the broker's error code."""
+    def push(
+        self, subscription_id: int, metrics: bytes, terminating: bool = False, compress: bool = False
+    ) -> ErrorCode:
+        """Push an OTLP MetricsData payload, as is or gzip-compressed; returns the broker's error code.
+
+        Compressed, a payload can be small on the wire and large once the broker decompresses it: the
+        case Kafka 4.3.1+ caps at ``telemetry.max.bytes``.
+        """
         response = self._connection.send(
             PushTelemetryRequest(
                 client_instance_id=self._instance_id,
                 subscription_id=i32(subscription_id),
                 terminating=terminating,
-                compression_type=COMPRESSION_NONE,
-                metrics=metrics,
+                compression_type=COMPRESSION_GZIP if compress else COMPRESSION_NONE,
+                metrics=gzip.compress(metrics) if compress else metrics,
             ),
             PushTelemetryResponse,
         )

@@ -12,7 +12,11 @@ Status of an instance-hour, first match wins:
   interval, or the client's last gap between two pushes when that is longer: a client the broker
   throttles keeps pushing, only more slowly, and is not silent for it. A client the broker switched off (Kafka
   >= 4.3.1 answers a push that is too large after decompression with INVALID_RECORD, and the Java client
-  then stops for good) and a client killed with SIGKILL both look like this.
+  then stops for good) and a client killed with SIGKILL both look like this. Not for a library that
+  never sends a terminating push on a clean close (``NO_TERMINATING_PUSH``: the Java client, whose
+  producer and consumer set the final push up and then shut their network thread down before sending
+  it): such an instance *ended* at its last landed push (``ended_without_terminating``), is expected
+  no further, and is never called silent, since a clean close and a crash look alike for it.
 * ``throttled``: the broker's ``throttle.count`` for the instance grew in that hour.
 * ``gaps``: one gap between consecutive pushes exceeded ``GAP_AFTER`` intervals.
 * ``ok``.
@@ -40,6 +44,11 @@ GAP_AFTER = 1.5
 DEFAULT_INTERVAL_SECONDS = 300.0
 """KIP-714's default push interval, used when neither the header nor two pushes tell the interval."""
 HOUR = 3600
+NO_TERMINATING_PUSH = ("apache-kafka-java",)
+"""``client_software_name`` of libraries that send no terminating push when closed cleanly, so its absence
+says nothing. Measured on Java clients 3.7.2 to 4.4.0 (docs/compatibility.md): ``close()`` moves the
+reporter to TERMINATING_PUSH_NEEDED, then the network thread, having nothing else in flight, exits
+without sending it (apache/kafka ``ClientTelemetryReporter`` / ``Sender.run``)."""
 
 
 def _seconds(timestamp: Column) -> Column:
@@ -92,18 +101,29 @@ def per_instance(pushes: DataFrame, interval: Interval, horizon_micros: int | No
         end = F.least(end, after_newest)
     quiet = _seconds(end) - _seconds(F.col("last_push"))
     cadence = F.greatest(F.col("interval_seconds"), F.coalesce(F.col("_last_gap"), F.lit(0.0)))
-    silent = ~F.col("terminated") & (quiet > SILENT_AFTER * cadence)
+    stopped = ~F.col("terminated") & (quiet > SILENT_AFTER * cadence)
+    sends_no_terminating = F.coalesce(
+        F.col("who.client_software_name").isin(*NO_TERMINATING_PUSH), F.lit(False)
+    )
     return (
         instances.withColumn("interval_seconds", interval_seconds)
-        .withColumn("silent_since", F.when(silent, F.col("last_push")))
-        # terminated: expected up to its final push; otherwise up to the interval's end
-        .withColumn("expect_end", F.when(F.col("terminated"), F.col("last_push")).otherwise(end))
+        .withColumn("ended_without_terminating", stopped & sends_no_terminating)
+        .withColumn("silent_since", F.when(stopped & ~sends_no_terminating, F.col("last_push")))
+        # terminated (or ended, for a library that sends no final push): expected up to its last push;
+        # otherwise up to the interval's end
+        .withColumn(
+            "expect_end",
+            F.when(F.col("terminated") | F.col("ended_without_terminating"), F.col("last_push")).otherwise(
+                end
+            ),
+        )
         .select(
             "client_instance_id",
             "who.*",
             "first_push",
             "last_push",
             "terminated",
+            "ended_without_terminating",
             "interval_seconds",
             "silent_since",
             "expect_end",
@@ -193,6 +213,16 @@ def _counted(column: str, before: str, after: str) -> Column:
     return F.when(F.col(column) > 0, F.concat(F.lit(before), count, F.lit(after)))
 
 
+def ended_in_hour() -> Column:
+    """An instance-hour in which a client that sends no terminating push ended (its last landed push)."""
+    hour_end = F.col("hour_start") + F.expr("INTERVAL 1 HOUR")
+    return (
+        F.col("ended_without_terminating")
+        & (F.col("last_push") >= F.col("hour_start"))
+        & (F.col("last_push") < hour_end)
+    )
+
+
 def reason_column() -> Column:
     """Why, in words, from the row's own figures and its broker's counters (null parts are skipped)."""
     since = F.date_format("silent_since", "yyyy-MM-dd'T'HH:mm:ss'Z'")
@@ -205,6 +235,17 @@ def reason_column() -> Column:
         F.when(
             F.col("terminated") & F.col("_has_terminating").cast("boolean"),
             F.lit("closed (terminating push)"),
+        ),
+        F.when(
+            ended_in_hour(),
+            F.concat(
+                F.lit("ended at "),
+                F.date_format("last_push", "yyyy-MM-dd'T'HH:mm:ss'Z'"),
+                F.lit(
+                    ": this library sends no terminating push on close, "
+                    "so a clean close and a crash look alike"
+                ),
+            ),
         ),
         _counted("throttled_pushes", "", " pushes throttled by the broker"),
         _counted("plugin_errors", "", " plugin errors for this client"),

@@ -42,15 +42,20 @@ def _capabilities_table() -> pa.Table:
 
 
 CAPABILITIES_FILE = "analytics/capabilities/date=2026-03-01/hour=10/part-00000.parquet"
+TROUBLESHOOT_CAPABILITIES_FILE = f"troubleshoot/manual__2026-03-01T10-00-00/{CAPABILITIES_FILE}"
 
 
 def _data_root(kind: str, tmp_path: Path, local_s3: LocalS3) -> str:
-    """A data root holding the capabilities table: a local folder, or a prefix on the real S3 server."""
+    """A data root holding the capabilities table: a local folder, or a prefix on the real S3 server.
+
+    ``troubleshoot``: a folder where only a troubleshooting run wrote the table (no scheduled analytics).
+    """
     buffer = io.BytesIO()
     pq.write_table(_capabilities_table(), buffer)
-    if kind == "folder":
-        (tmp_path / CAPABILITIES_FILE).parent.mkdir(parents=True)
-        (tmp_path / CAPABILITIES_FILE).write_bytes(buffer.getvalue())
+    if kind in ("folder", "troubleshoot"):
+        written = tmp_path / (CAPABILITIES_FILE if kind == "folder" else TROUBLESHOOT_CAPABILITIES_FILE)
+        written.parent.mkdir(parents=True)
+        written.write_bytes(buffer.getvalue())
         return str(tmp_path)
     prefix = f"guard-{uuid.uuid4().hex[:8]}"
     local_s3.client().put_object(
@@ -61,7 +66,7 @@ def _data_root(kind: str, tmp_path: Path, local_s3: LocalS3) -> str:
 
 # s3: reading the table through ObjectStoragePath set up Airflow's logging, which wrote the guardrail's
 # WARNING to stdout ahead of the JSON ("Extra data: line 1 column 5" in the cluster demo)
-@pytest.mark.parametrize("kind", ["folder", "s3"])
+@pytest.mark.parametrize("kind", ["folder", "s3", "troubleshoot"])
 def test_cli_add_warns_when_no_known_library_pushes_the_prefix(
     kafka_cluster: LocalKafkaCluster, tmp_path: Path, local_s3: LocalS3, kind: str
 ):

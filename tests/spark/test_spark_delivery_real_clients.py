@@ -97,6 +97,19 @@ def landed(kafka_cluster_factory, tmp_path_factory):  # type: ignore[no-untyped-
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
+    closing_java = None
+    if JAVA_CLIENT_JAR.exists():
+        # a Java producer under the standing subscription only (its pushes fit): lands, then closes cleanly
+        closing_java = subprocess.Popen(
+            [
+                *("java", "-cp", str(JAVA_CLIENT_JAR), "io.kip714.javaclient.TelemetryClient"),
+                *("--bootstrap-server", cluster.bootstrap_servers, "--client-id", f"{prefix}-jclean"),
+                *("--seconds", "8", "--mode", "producer"),
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
     steady = Producer({**config, "client.id": f"{prefix}-steady"})
     assert killed.stdout is not None and killed.stdout.readline().strip() == "ready"
 
@@ -122,6 +135,11 @@ def landed(kafka_cluster_factory, tmp_path_factory):  # type: ignore[no-untyped-
     del steady  # closing sends the terminating push
     if java is not None:
         java.wait(120)
+    closed_java: dict[str, object] | None = None
+    if closing_java is not None:
+        out, _ = closing_java.communicate(timeout=120)
+        assert closing_java.returncode == 0, "the Java client must close cleanly"
+        closed_java = json.loads(out.strip().splitlines()[-1])
     time.sleep(6)  # one more broker-metrics record (every 5 s) after everything
     telemetry_max = broker_telemetry_max_bytes(admin.client)
     for name in names:
@@ -150,6 +168,7 @@ def landed(kafka_cluster_factory, tmp_path_factory):  # type: ignore[no-untyped-
         "window": names[1],
         "telemetry_max": telemetry_max,
         "java": java is not None,
+        "closed_java": closed_java,
     }
 
 
@@ -170,6 +189,23 @@ def test_killed_client_is_silent_and_closed_client_terminated(spark, landed):  #
         unseen = [r for r in rows if r["client_instance_id"] is None]
         assert unseen and unseen[0]["unseen_instances"] >= 1 and unseen[0]["status"] == "silent"
         assert not any(c.startswith(f"{landed['prefix']}-java") for c in by_client)
+
+
+def test_a_cleanly_closed_java_client_is_not_silent(spark, landed):  # type: ignore[no-untyped-def]
+    """The Java client sends no terminating push on a clean close (docs/compatibility.md): without one,
+    delivery called every restarted Java application silent."""
+    if landed["closed_java"] is None:
+        pytest.skip("Java client harness not built: run `make java-client`")
+    delivery.run(landed["argv"], spark)
+    rows = [r.asDict() for r in spark.read.parquet(str(landed["root"] / "analytics" / "delivery")).collect()]
+    (closed,) = [r for r in rows if r["client_id"] == f"{landed['prefix']}-jclean"]
+    assert closed["client_software_name"] == "apache-kafka-java"
+    assert closed["client_instance_id"] == landed["closed_java"]["client_instance_id"]
+    assert closed["landed_pushes"] >= 3
+    assert closed["terminated"] is False  # the client never sent the final push
+    assert closed["status"] != "silent" and closed["silent_since"] is None, closed
+    assert "sends no terminating push on close" in closed["reason"], closed
+    assert closed["expected_pushes"] <= closed["landed_pushes"] + 2, closed  # expected up to its last push
 
 
 def test_capabilities_feed_the_guardrail_and_its_payload_estimate(spark, landed):  # type: ignore[no-untyped-def]

@@ -2,6 +2,13 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
 from airflow_provider_kip714.troubleshooting.guardrails import (
     Capability,
     check_window,
@@ -42,3 +49,55 @@ def test_payload_estimate_grows_with_points_and_warns_near_and_over_the_limit():
     near = check_window(JAVA, ["*"], {}, telemetry_max_bytes=int(java_size / 0.9))
     assert [w.kind for w in near] == ["payload_near_limit"]
     assert check_window(JAVA, ["*"], {}, telemetry_max_bytes=java_size * 2) == []
+
+
+def _write_capabilities(area_root: Path, rows: list[tuple[str, str, float, datetime]]) -> None:
+    """One capabilities Parquet file the way the Spark app lays it out (table under analytics/)."""
+    folder = area_root / "analytics" / "capabilities" / "date=2026-03-01" / "hour=10"
+    folder.mkdir(parents=True)
+    table = pa.Table.from_pylist(
+        [
+            {
+                "client_software_name": name,
+                "client_software_version": "2.16.0",
+                "metric_name": metric,
+                "metric_type": "gauge",
+                "instances": 1,
+                "points_per_push": points,
+                "first_seen": seen,
+                "last_seen": seen,
+            }
+            for name, metric, points, seen in rows
+        ]
+    )
+    pq.write_table(table, folder / "part-00000.parquet")
+
+
+def test_the_guardrail_reads_every_area_it_can_see_and_keeps_the_newest_row(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Only the scheduled area was read: a deployment with troubleshooting runs alone got no warning."""
+    from airflow_provider_kip714.subscriptions.model import Subscription
+    from airflow_provider_kip714.troubleshooting.guardrails import (
+        check_subscription,
+        load_capabilities_of,
+        visible_areas,
+    )
+
+    monkeypatch.setenv("KIP714_DATA_DIR", str(tmp_path))
+    old, new = datetime(2026, 3, 1, 9, tzinfo=UTC), datetime(2026, 3, 1, 11, tzinfo=UTC)
+    metric = "org.apache.kafka.producer.record.queue.time.max"
+    _write_capabilities(tmp_path / "troubleshoot" / "run-a", [("librdkafka", metric, 9.0, new)])
+    _write_capabilities(tmp_path / "troubleshoot" / "run-b", [("librdkafka", metric, 1.0, old)])
+    subscription = Subscription.from_spec(name="guard", metrics=["org.apache.kafka.consumer."], match=[])
+    (warning,) = check_subscription(subscription)
+    assert (warning.kind, warning.library) == ("no_matching_metric", "librdkafka 2.16.0")
+
+    _write_capabilities(tmp_path, [("apache-kafka-java", "org.apache.kafka.consumer.poll.idle", 1.0, old)])
+    areas = visible_areas()
+    assert areas[0].root == tmp_path and len(areas) == 3
+    by_library = {(c.software_name, c.metric_name): c.points_per_push for c in load_capabilities_of(areas)}
+    assert by_library == {
+        ("librdkafka", metric): 9.0,
+        ("apache-kafka-java", "org.apache.kafka.consumer.poll.idle"): 1.0,
+    }

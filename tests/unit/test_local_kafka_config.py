@@ -279,3 +279,25 @@ def test_a_keystore_turns_the_sasl_listener_into_sasl_ssl(tmp_path: Path) -> Non
     assert "SASL_PLAINTEXT" not in properties["listeners"]
     with pytest.raises(LocalKafkaError, match=r"^tls_keystore: TLS is served on the SASL listener"):
         _settings(tmp_path, tls_keystore=keystore)
+
+
+@pytest.mark.parametrize("brokers", [1, 2, 3, 9])
+def test_default_ports_work_for_any_cluster_size(tmp_path: Path, brokers: int) -> None:
+    """``local-kafka start --brokers N`` with no port options was refused: the fixed ports overlapped."""
+    from kip714_dev.local_kafka.brokers import cluster_settings
+
+    args = _start_args("--data-dir", str(tmp_path), "--brokers", str(brokers), "--sasl-users", "a:b")
+    members = cluster_settings(settings_from_args(args), brokers)  # type: ignore[arg-type]
+    assert [m.port for m in members] == [9092 + k for k in range(brokers)]
+    ports = [port for member in members for port in (member.port, member.controller_port, member.sasl_port)]
+    assert len(set(ports)) == 3 * brokers
+    if brokers == 1:
+        assert (members[0].controller_port, members[0].sasl_port) == (9093, 9094)
+
+
+def test_an_explicit_port_moves_the_default_blocks_and_explicit_ones_win(tmp_path: Path) -> None:
+    args = _start_args(
+        "--data-dir", str(tmp_path), "--brokers", "3", "--port", "41100", "--sasl-port", "41200"
+    )
+    settings = settings_from_args(args)  # type: ignore[arg-type]
+    assert (settings.port, settings.controller_port, settings.sasl_port) == (41100, 41103, 41200)

@@ -89,14 +89,14 @@ def _add_listener_options(start: argparse.ArgumentParser) -> None:
     start.add_argument(
         "--controller-port",
         type=port,
-        default=DEFAULT_CONTROLLER_PORT,
-        help="KRaft controller port (default %(default)s)",
+        default=None,
+        help=f"KRaft controller port (default --port + N: {DEFAULT_CONTROLLER_PORT} for one broker)",
     )
     start.add_argument(
         "--sasl-port",
         type=port,
-        default=DEFAULT_SASL_PORT,
-        help="SASL_PLAINTEXT listener port (default %(default)s)",
+        default=None,
+        help=f"SASL_PLAINTEXT listener port (default --port + 2N: {DEFAULT_SASL_PORT} for one broker)",
     )
     start.add_argument(
         "--node-id", type=ascii_int, default=DEFAULT_NODE_ID, help="KRaft node id (default %(default)s)"
@@ -106,7 +106,7 @@ def _add_listener_options(start: argparse.ArgumentParser) -> None:
         type=ascii_int,
         default=1,
         help="brokers in the cluster, each a KRaft voter; broker k (from 0) uses --node-id + k and "
-        "each port + k, so space the ports by N (default %(default)s)",
+        "each port + k; ports left out follow --port in blocks of N (default %(default)s)",
     )
     start.add_argument(
         "--sasl-users",
@@ -175,6 +175,17 @@ def run_install(args: argparse.Namespace) -> int:
     return 0
 
 
+def default_ports(port: int, brokers: int) -> tuple[int, int]:
+    """Controller and SASL ports when not given: the blocks after ``port``'s, one port per broker.
+
+    Node ``k`` listens on each port ``+ k``, so with N brokers the PLAINTEXT ports take ``port`` to
+    ``port + N - 1``; the controller ports follow at ``port + N`` and the SASL ports at ``port + 2N``
+    (9093 and 9094 for one broker, as Kafka's examples use). Fixed defaults overlapped from 2 brokers on.
+    """
+    count = max(1, brokers)
+    return port + count, port + 2 * count
+
+
 def settings_from_args(args: argparse.Namespace) -> BrokerSettings:
     """Turn ``start``'s options into checked broker settings (errors name the option)."""
     plugin_jar: Path | None = None
@@ -188,12 +199,17 @@ def settings_from_args(args: argparse.Namespace) -> BrokerSettings:
                 "broker plugin jar not built (run `make plugin`); starting without it: "
                 "the broker will not advertise the KIP-714 APIs and clients will not push"
             )
+    controller_port, sasl_port = default_ports(args.port, getattr(args, "brokers", 1))
+    if args.controller_port is not None:
+        controller_port = args.controller_port
+    if args.sasl_port is not None:
+        sasl_port = args.sasl_port
     return BrokerSettings(
         data_dir=_data_dir(args),
         kafka_version=KafkaVersion.parse(args.kafka_version),
         port=args.port,
-        controller_port=args.controller_port,
-        sasl_port=args.sasl_port,
+        controller_port=controller_port,
+        sasl_port=sasl_port,
         node_id=args.node_id,
         sasl_users=parse_sasl_users(args.sasl_users) if args.sasl_users is not None else {},
         telemetry_max_bytes=args.telemetry_max_bytes,

@@ -50,7 +50,7 @@ final class PushIntake {
             terminating = payload.isTerminating();
             PushLabels labels = PushLabels.from(context, payload, pushIntervalMs, config.nodeId, clusterId.get());
             instanceId = labels.clientInstanceId();
-            byte[] value = copy(payload.data());
+            byte[] value = CompressedPayloads.decompressed(copy(payload.data()));
             offer(new PendingRecord(instanceId.getBytes(StandardCharsets.UTF_8), value, labels.headers(), acceptedAtMs));
         } catch (Throwable unexpected) {
             // A bug or an API mismatch must not turn into INVALID_RECORD for the client.

@@ -35,6 +35,7 @@ record PushLabels(
     /**
      * Reads the labels from the request context. Software name/version and source port live only
      * on the concrete {@link RequestContext} (public fields), which the broker passes in practice;
+     * the source port only from Kafka 3.8 ({@link RequestContextFields}: empty on 3.7);
      * the push interval is known only on Kafka 4.2+ (KIP-1217); the subscription id is exposed by
      * no plugin API, so it is always empty.
      */
@@ -49,9 +50,7 @@ record PushLabels(
                 softwareName = nullToEmpty(information.softwareName());
                 softwareVersion = nullToEmpty(information.softwareVersion());
             }
-            if (requestContext.clientPort != null && requestContext.clientPort.isPresent()) {
-                sourcePort = String.valueOf(requestContext.clientPort.get());
-            }
+            sourcePort = RequestContextFields.clientPort(requestContext);
         }
         InetAddress address = context.clientAddress();
         return new PushLabels(
