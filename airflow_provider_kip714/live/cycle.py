@@ -24,6 +24,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Final
 
+import pandas as pd
+
 from airflow_provider_kip714.analytics.tables import read_table
 from airflow_provider_kip714.contract.client_text import printable
 from airflow_provider_kip714.findings.detect import current_findings, pushing_instances, transitions
@@ -89,10 +91,21 @@ def chunks_from(cycles: list[CycleStart], since: datetime) -> dict[int, int] | N
 
 
 def detect(
-    store: LiveStore, area: RunArea, plan_end: datetime, now: datetime, run_id: str | None
+    store: LiveStore,
+    area: RunArea,
+    plan_end: datetime,
+    now: datetime,
+    run_id: str | None,
+    *,
+    window_start: datetime | None = None,
 ) -> list[Finding]:
-    """Queue the transitions the live tables show into the outbox; record the data's age. Returns them."""
+    """Queue the transitions the live tables show into the outbox; record the data's age. Returns them.
+
+    ``window_start`` (the plan's start): only the hour partitions of ``[window_start, plan_end)`` are
+    read, the ones this cycle's pipeline rewrote (``window_rows``)."""
     tables = {table: read_table(area, table) for table in FINDING_TABLES}
+    if window_start is not None:
+        tables = {table: window_rows(frame, window_start, plan_end) for table, frame in tables.items()}
     ledger = store.ledger()
     changed = transitions(ledger, current_findings(tables), pushing_instances(tables), now)
     for finding in changed:
@@ -108,3 +121,20 @@ def detect(
             printable(finding.summary, 400),
         )
     return changed
+
+
+def window_rows(frame: pd.DataFrame, start: datetime, end: datetime) -> pd.DataFrame:
+    """The rows of the ``date``/``hour`` partitions ``[start, end)`` touches.
+
+    Each cycle replaces only its window's hour partitions of the live tables: once the window has left
+    an hour, that hour's partition keeps what the last cycle reaching into it wrote, for good. Read
+    whole, it would keep its anomalies open (and its silent clients silent) long after they ended."""
+    if frame.empty or not {"date", "hour"} <= set(frame.columns):
+        return frame
+    hours = set()
+    hour = start.replace(minute=0, second=0, microsecond=0)
+    while hour < end:
+        hours.add((hour.strftime("%Y-%m-%d"), hour.hour))
+        hour += timedelta(hours=1)
+    current = [(str(date), int(h)) in hours for date, h in zip(frame["date"], frame["hour"], strict=True)]
+    return frame[current]
