@@ -12,8 +12,10 @@ same whether or not live mode ran. Its state (status, findings, cursor) is ``<ro
 
 **Work in proportion to what is new.** Each cycle records the next offset per partition before it
 lands (``CycleStart``). A cycle analysing ``[start, now)`` reads only the chunks at or after the
-offsets of the first cycle that began at or after ``start - CLOCK_SLACK``: a record accepted later
-lands there or later. So a cycle at minute 55 of an hour reads what one at minute 5 reads.
+offsets of the last cycle that began at or before ``start - CLOCK_SLACK``: every record there had been
+committed before that cycle began, so a record accepted later lands at those offsets or after, whoever
+lands it (a later cycle, or ``kip714_rollups`` between two cycles). So a cycle at minute 55 of an hour
+reads what one at minute 5 reads.
 """
 
 from __future__ import annotations
@@ -79,15 +81,17 @@ def begin_cycle(
 
 
 def chunks_from(cycles: list[CycleStart], since: datetime) -> dict[int, int] | None:
-    """The offsets of the first cycle that began at or after ``since``; None when none began before it.
+    """The offsets of the last cycle that began at or before ``since``; None when none did.
 
-    A partition the cycle did not know yet (no committed chunk then) starts at offset 0."""
+    Not the first cycle after ``since``: a record accepted between ``since`` and that cycle's start may
+    already have landed before it (by the hourly DAG, or by a landing that ran past ``since``), below its
+    offsets. A partition the cycle did not know yet (no committed chunk then) starts at offset 0."""
     ordered = sorted(cycles, key=lambda cycle: cycle.at)
     if not ordered or ordered[0].at > since:
         return None  # live mode is younger than the window: read every committed chunk of the hours
-    first = next(cycle for cycle in ordered if cycle.at >= since)
+    last = [cycle for cycle in ordered if cycle.at <= since][-1]
     partitions = set().union(*(cycle.next_offsets for cycle in ordered))
-    return {partition: first.next_offsets.get(partition, 0) for partition in sorted(partitions)}
+    return {partition: last.next_offsets.get(partition, 0) for partition in sorted(partitions)}
 
 
 def detect(

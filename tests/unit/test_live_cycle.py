@@ -1,6 +1,9 @@
-"""Live detection reads only the hour partitions its cycle rewrote, not an hour the window has left.
+"""A live cycle's plan and detection: which chunks it reads, which hour partitions it judges.
 
-Each cycle's pipeline replaces the hour partitions of its trailing window in ``<root>/live/analytics``;
+Chunks: a cycle reads the chunks from the offsets of the last cycle that began before its window (less
+the clock slack), so no record accepted inside the window is skipped, whoever landed it.
+
+Hours: each cycle's pipeline replaces the hour partitions of its trailing window in ``<root>/live/analytics``;
 an hour the window has left keeps, for good, what the last cycle reaching into it wrote. The tables
 here are Parquet files in the apps' ``date=/hour=`` layout, read by the same reader as in production.
 """
@@ -13,8 +16,8 @@ from pathlib import Path
 import pandas as pd
 
 from airflow_provider_kip714.findings.model import Transition
-from airflow_provider_kip714.findings.store import LiveStore
-from airflow_provider_kip714.live.cycle import detect, live_area
+from airflow_provider_kip714.findings.store import CycleStart, LiveStore
+from airflow_provider_kip714.live.cycle import CLOCK_SLACK, chunks_from, detect, live_area
 
 NOON = datetime(2026, 11, 27, 12, 0, tzinfo=UTC)
 LOOKBACK = timedelta(minutes=3)
@@ -88,3 +91,17 @@ def test_a_window_across_the_hour_reads_both_hours(tmp_path: Path) -> None:
     _write_hour(tmp_path, NOON, [_anomaly("instance-B", NOON + timedelta(seconds=30))])
     opened = _cycle(tmp_path, store, NOON + timedelta(minutes=1))  # window [11:58, 12:01)
     assert sorted(opened) == [("instance-A", Transition.OPENED), ("instance-B", Transition.OPENED)]
+
+
+def test_a_record_landed_between_two_distant_cycles_is_still_read() -> None:
+    """Cycle A at T lands offsets 100-199; a slow cycle B starts at T+150 s. Between them, at T+120 s,
+    the hourly DAG lands 200-299 (accepted T+5 s..T+120 s). Cycle C at T+280 s analyses [T+100 s, ...):
+    the records accepted from T+100 s on are in 200-299, below B's offsets."""
+    t = NOON
+    a = CycleStart(t, {0: 100})
+    b = CycleStart(t + timedelta(seconds=150), {0: 300, 1: 40})
+    c = CycleStart(t + timedelta(seconds=280), {0: 320, 1: 45})
+    since = t + timedelta(seconds=100) - CLOCK_SLACK
+    assert chunks_from([a, b, c], since) == {0: 100, 1: 0}  # partition 1 had nothing committed at T
+    assert chunks_from([a, b, c], t - timedelta(seconds=1)) is None  # live mode younger than the window
+    assert chunks_from([a, b, c], b.at) == {0: 300, 1: 40}
