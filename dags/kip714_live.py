@@ -105,7 +105,14 @@ with DAG(
         """Queue the findings' transitions, then announce every queued one Airflow does not hold yet."""
         context = get_current_context()
         store = LiveStore()
-        detect(store, LIVE, datetime.fromisoformat(plan["end"]), datetime.now(UTC), context["run_id"])
+        detect(
+            store,
+            LIVE,
+            datetime.fromisoformat(plan["end"]),
+            datetime.now(UTC),
+            context["run_id"],
+            window_start=datetime.fromisoformat(plan["start"]),
+        )
         since = oldest_queued(store)
         events = context["inlet_events"][findings_asset()]
         held = announced_keys(events.after(since.isoformat()) if since else [])

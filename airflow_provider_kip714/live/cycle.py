@@ -12,8 +12,10 @@ same whether or not live mode ran. Its state (status, findings, cursor) is ``<ro
 
 **Work in proportion to what is new.** Each cycle records the next offset per partition before it
 lands (``CycleStart``). A cycle analysing ``[start, now)`` reads only the chunks at or after the
-offsets of the first cycle that began at or after ``start - CLOCK_SLACK``: a record accepted later
-lands there or later. So a cycle at minute 55 of an hour reads what one at minute 5 reads.
+offsets of the last cycle that began at or before ``start - CLOCK_SLACK``: every record there had been
+committed before that cycle began, so a record accepted later lands at those offsets or after, whoever
+lands it (a later cycle, or ``kip714_rollups`` between two cycles). So a cycle at minute 55 of an hour
+reads what one at minute 5 reads.
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Final
+
+import pandas as pd
 
 from airflow_provider_kip714.analytics.tables import read_table
 from airflow_provider_kip714.contract.client_text import printable
@@ -77,22 +81,35 @@ def begin_cycle(
 
 
 def chunks_from(cycles: list[CycleStart], since: datetime) -> dict[int, int] | None:
-    """The offsets of the first cycle that began at or after ``since``; None when none began before it.
+    """The offsets of the last cycle that began at or before ``since``; None when none did.
 
-    A partition the cycle did not know yet (no committed chunk then) starts at offset 0."""
+    Not the first cycle after ``since``: a record accepted between ``since`` and that cycle's start may
+    already have landed before it (by the hourly DAG, or by a landing that ran past ``since``), below its
+    offsets. A partition the cycle did not know yet (no committed chunk then) starts at offset 0."""
     ordered = sorted(cycles, key=lambda cycle: cycle.at)
     if not ordered or ordered[0].at > since:
         return None  # live mode is younger than the window: read every committed chunk of the hours
-    first = next(cycle for cycle in ordered if cycle.at >= since)
+    last = [cycle for cycle in ordered if cycle.at <= since][-1]
     partitions = set().union(*(cycle.next_offsets for cycle in ordered))
-    return {partition: first.next_offsets.get(partition, 0) for partition in sorted(partitions)}
+    return {partition: last.next_offsets.get(partition, 0) for partition in sorted(partitions)}
 
 
 def detect(
-    store: LiveStore, area: RunArea, plan_end: datetime, now: datetime, run_id: str | None
+    store: LiveStore,
+    area: RunArea,
+    plan_end: datetime,
+    now: datetime,
+    run_id: str | None,
+    *,
+    window_start: datetime | None = None,
 ) -> list[Finding]:
-    """Queue the transitions the live tables show into the outbox; record the data's age. Returns them."""
+    """Queue the transitions the live tables show into the outbox; record the data's age. Returns them.
+
+    ``window_start`` (the plan's start): only the hour partitions of ``[window_start, plan_end)`` are
+    read, the ones this cycle's pipeline rewrote (``window_rows``)."""
     tables = {table: read_table(area, table) for table in FINDING_TABLES}
+    if window_start is not None:
+        tables = {table: window_rows(frame, window_start, plan_end) for table, frame in tables.items()}
     ledger = store.ledger()
     changed = transitions(ledger, current_findings(tables), pushing_instances(tables), now)
     for finding in changed:
@@ -108,3 +125,20 @@ def detect(
             printable(finding.summary, 400),
         )
     return changed
+
+
+def window_rows(frame: pd.DataFrame, start: datetime, end: datetime) -> pd.DataFrame:
+    """The rows of the ``date``/``hour`` partitions ``[start, end)`` touches.
+
+    Each cycle replaces only its window's hour partitions of the live tables: once the window has left
+    an hour, that hour's partition keeps what the last cycle reaching into it wrote, for good. Read
+    whole, it would keep its anomalies open (and its silent clients silent) long after they ended."""
+    if frame.empty or not {"date", "hour"} <= set(frame.columns):
+        return frame
+    hours = set()
+    hour = start.replace(minute=0, second=0, microsecond=0)
+    while hour < end:
+        hours.add((hour.strftime("%Y-%m-%d"), hour.hour))
+        hour += timedelta(hours=1)
+    current = [(str(date), int(h)) in hours for date, h in zip(frame["date"], frame["hour"], strict=True)]
+    return frame[current]

@@ -58,7 +58,9 @@ def _cycle(spark, config, topic: str, root: Path, store: LiveStore, number: int)
         ],
         spark,
     )
-    changed = detect(store, live_area(root), plan.end, datetime.now(UTC), f"cycle-{number}")
+    changed = detect(
+        store, live_area(root), plan.end, datetime.now(UTC), f"cycle-{number}", window_start=plan.start
+    )
     return {"plan": plan, "changed": changed}
 
 

@@ -1,0 +1,107 @@
+"""A live cycle's plan and detection: which chunks it reads, which hour partitions it judges.
+
+Chunks: a cycle reads the chunks from the offsets of the last cycle that began before its window (less
+the clock slack), so no record accepted inside the window is skipped, whoever landed it.
+
+Hours: each cycle's pipeline replaces the hour partitions of its trailing window in ``<root>/live/analytics``;
+an hour the window has left keeps, for good, what the last cycle reaching into it wrote. The tables
+here are Parquet files in the apps' ``date=/hour=`` layout, read by the same reader as in production.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pandas as pd
+
+from airflow_provider_kip714.findings.model import Transition
+from airflow_provider_kip714.findings.store import CycleStart, LiveStore
+from airflow_provider_kip714.live.cycle import CLOCK_SLACK, chunks_from, detect, live_area
+
+NOON = datetime(2026, 11, 27, 12, 0, tzinfo=UTC)
+LOOKBACK = timedelta(minutes=3)
+
+
+def _anomaly(instance: str, start: datetime) -> dict[str, object]:
+    return {
+        "kind": "baseline",
+        "rule_name": "peers:org.apache.kafka.producer.metric0.avg",
+        "severity": "critical",
+        "metric_name": "org.apache.kafka.producer.metric0.avg",
+        "field": "peer_deviation",
+        "client_group": "client_id~orders",
+        "comparison": ">",
+        "threshold": 4.0,
+        "peak_value": 1e6,
+        "duration_seconds": 40,
+        "breach_start": pd.Timestamp(start),
+        "breach_end": pd.Timestamp(start + timedelta(seconds=40)),
+        "baseline_kind": "peers",
+        "peer_group": "client_id~orders",
+        "client_instance_id": instance,
+        "client_instance_id_hex": None,
+        "client_id": f"orders-{instance[-1]}",
+        "client_software_name": "librdkafka",
+        "client_software_version": "2.16.0",
+        "client_source_address": "127.0.0.1",
+        "principal": "User:ANONYMOUS",
+        "attributes_key": "",
+    }
+
+
+def _write_hour(root: Path, hour: datetime, rows: list[dict[str, object]]) -> None:
+    """What a cycle's pipeline leaves in one hour partition of the live ``anomalies`` table."""
+    folder = live_area(root).table("anomalies") / f"date={hour:%Y-%m-%d}" / f"hour={hour.hour}"
+    folder.mkdir(parents=True, exist_ok=True)
+    for old in folder.glob("*.parquet"):
+        old.unlink()
+    pd.DataFrame(rows).to_parquet(folder / "part-00000.parquet", index=False)
+
+
+def _cycle(root: Path, store: LiveStore, end: datetime) -> list[tuple[str, Transition]]:
+    changed = detect(store, live_area(root), end, end, f"cycle-{end:%H%M}", window_start=end - LOOKBACK)
+    return [(finding.client.client_instance_id or "", finding.transition) for finding in changed]
+
+
+def test_an_hour_the_window_left_neither_opens_nor_keeps_findings(tmp_path: Path) -> None:
+    store = LiveStore(tmp_path)
+    eleven = NOON - timedelta(hours=1)
+    # 11:59: the window [11:56, 11:59) holds client A's breach, written into hour 11
+    _write_hour(tmp_path, eleven, [_anomaly("instance-A", NOON - timedelta(minutes=2))])
+    assert _cycle(tmp_path, store, NOON - timedelta(minutes=1)) == [("instance-A", Transition.OPENED)]
+    # 12:05: the window [12:02, 12:05) is all hour 12 (B breaches there, A is fine); nothing rewrites
+    # hour 11, which still holds A's row and a row of C that the last cycle reaching into it wrote
+    stale = [
+        _anomaly("instance-A", NOON - timedelta(minutes=2)),
+        _anomaly("instance-C", NOON - timedelta(seconds=40)),
+    ]
+    _write_hour(tmp_path, eleven, stale)
+    _write_hour(tmp_path, NOON, [_anomaly("instance-B", NOON + timedelta(minutes=3))])
+    assert sorted(_cycle(tmp_path, store, NOON + timedelta(minutes=5))) == [
+        ("instance-A", Transition.RESOLVED),
+        ("instance-B", Transition.OPENED),
+    ]
+    assert [f.client.client_instance_id for f in store.open_findings()] == ["instance-B"]
+
+
+def test_a_window_across_the_hour_reads_both_hours(tmp_path: Path) -> None:
+    store = LiveStore(tmp_path)
+    _write_hour(tmp_path, NOON - timedelta(hours=1), [_anomaly("instance-A", NOON - timedelta(minutes=1))])
+    _write_hour(tmp_path, NOON, [_anomaly("instance-B", NOON + timedelta(seconds=30))])
+    opened = _cycle(tmp_path, store, NOON + timedelta(minutes=1))  # window [11:58, 12:01)
+    assert sorted(opened) == [("instance-A", Transition.OPENED), ("instance-B", Transition.OPENED)]
+
+
+def test_a_record_landed_between_two_distant_cycles_is_still_read() -> None:
+    """Cycle A at T lands offsets 100-199; a slow cycle B starts at T+150 s. Between them, at T+120 s,
+    the hourly DAG lands 200-299 (accepted T+5 s..T+120 s). Cycle C at T+280 s analyses [T+100 s, ...):
+    the records accepted from T+100 s on are in 200-299, below B's offsets."""
+    t = NOON
+    a = CycleStart(t, {0: 100})
+    b = CycleStart(t + timedelta(seconds=150), {0: 300, 1: 40})
+    c = CycleStart(t + timedelta(seconds=280), {0: 320, 1: 45})
+    since = t + timedelta(seconds=100) - CLOCK_SLACK
+    assert chunks_from([a, b, c], since) == {0: 100, 1: 0}  # partition 1 had nothing committed at T
+    assert chunks_from([a, b, c], t - timedelta(seconds=1)) is None  # live mode younger than the window
+    assert chunks_from([a, b, c], b.at) == {0: 300, 1: 40}
