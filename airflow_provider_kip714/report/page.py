@@ -13,6 +13,7 @@ from datetime import datetime
 from html import escape
 from typing import Any
 
+from airflow_provider_kip714.findings.model import EXTRA_KEY, Finding, FindingError
 from airflow_provider_kip714.report import cards
 from airflow_provider_kip714.report.charts import Chart
 from airflow_provider_kip714.report.findings import Card
@@ -26,6 +27,7 @@ from airflow_provider_kip714.report.html import (
     table,
     text,
 )
+from airflow_provider_kip714.troubleshooting.form import OPENED_BY_KEY
 
 BROKER_COLUMNS = (
     ("broker_node_id", "broker"),
@@ -112,6 +114,25 @@ def chart_div(chart: Chart) -> str:
     return f'<div class="chart" data-chart="{escape(chart.chart_id)}"></div>{note}'
 
 
+def _opened_by_part(request: Mapping[str, Any]) -> list[str]:
+    """A window a finding opened (``kip714_auto_window``) begins with that finding, as live mode saw it."""
+    body = request.get(OPENED_BY_KEY)
+    if not isinstance(body, dict):
+        return []
+    try:
+        finding = Finding.from_extra({EXTRA_KEY: body})
+    except FindingError as err:
+        return [
+            f"<p class='muted'>This window was opened by a finding the report cannot read: {text(err)}</p>"
+        ]
+    return [
+        "<h2 id='opened-by'>Opened by this finding</h2>",
+        "<p class='muted'>Live mode found this and opened the window, at high resolution, for the client it "
+        "names; the findings of the window follow.</p>",
+        f"<div class='cards'>{cards.card(finding, None)}</div>",
+    ]
+
+
 def _findings_part(body: Body) -> list[str]:
     parts = ["<h2 id='findings'>Findings</h2>"]
     if not body.cards:
@@ -193,6 +214,7 @@ def render_page(head: Headline, body: Body) -> str:
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
         f"<title>{text(head.title, 300)}</title><style>{STYLE}</style></head><body>",
         *_headline(head, len(body.cards) + len(body.overflow)),
+        *_opened_by_part(head.request),
         *_findings_part(body),
         *_metrics_part(body),
         *_clients_part(body),

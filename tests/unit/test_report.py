@@ -381,3 +381,28 @@ def test_report_url_matches_the_zone_folder_name(tmp_path: Path) -> None:
     run_id = "manual__2026-03-01T10:00:00+00:00"
     zone = troubleshoot_area(run_id, root=tmp_path)
     assert report_url_path(run_id) == f"/kip714/reports/{zone.root.name}/report.html"
+
+
+def test_a_window_opened_by_a_finding_begins_with_that_finding(tmp_path: Path) -> None:
+    from airflow_provider_kip714.findings.model import ClientIdentity, Finding, FindingKind, Severity
+
+    zone = make_zone(tmp_path / "zone")
+    opener = Finding(
+        FindingKind.ANOMALY,
+        Severity.CRITICAL,
+        START,
+        "poll idle ratio 0.02 (below peers 0.8) for 40 s",
+        ClientIdentity(client_instance_id="AAAAAAAAAAAAAAAAAAAAAA", client_id="<b>slow</b>-consumer"),
+        metric_name="org.apache.kafka.consumer.poll.idle.ratio",
+        against="peers",
+    )
+    text = Path(
+        build_report(zone, request={"opened_by_finding": opener.as_extra()["finding"]}).html_path
+    ).read_text()
+    assert text.index("id='opened-by'") < text.index("id='findings'")
+    opened_card = cards(text)[0]
+    assert "&lt;b&gt;slow&lt;/b&gt;-consumer" in opened_card and "<b>slow" not in opened_card
+    assert "poll idle ratio 0.02" in opened_card and "its peers" in opened_card
+    forged = {**opener.as_extra()["finding"], "finding_id": "anomaly-0000000000000000"}
+    text = Path(build_report(zone, request={"opened_by_finding": forged}).html_path).read_text()
+    assert "cannot read" in text and "id='opened-by'" not in text
