@@ -88,13 +88,12 @@ from airflow_provider_kip714.live.cycle import (  # noqa: E402
     CLOCK_SLACK,
     begin_cycle,
     detect,
-    live_area,
     window_rows,
 )
 from airflow_provider_kip714.live.settings import LiveSettings  # noqa: E402
 from airflow_provider_kip714.spark.connect import REMOTE_ENV, connect_command  # noqa: E402
 from airflow_provider_kip714.spark.jobs import SPARK_CONF  # noqa: E402
-from airflow_provider_kip714.storage.data_root import RunArea  # noqa: E402
+from airflow_provider_kip714.storage.data_root import RunArea, live_area  # noqa: E402
 from airflow_provider_kip714.subscriptions.admin import ClientMetricsAdmin  # noqa: E402
 from airflow_provider_kip714.subscriptions.duration import parse_duration  # noqa: E402
 from airflow_provider_kip714.subscriptions.kafka_python_config import to_kafka_python_kwargs  # noqa: E402

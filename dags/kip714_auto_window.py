@@ -23,7 +23,6 @@ from airflow.sdk import DAG, Asset, Variable, get_current_context, task
 from airflow_provider_kip714.findings.events import findings_of_events
 from airflow_provider_kip714.findings.model import FINDINGS_ASSET_NAME
 from airflow_provider_kip714.findings.store import LiveStore
-from airflow_provider_kip714.storage.data_root import scheduled_area
 from airflow_provider_kip714.troubleshooting.auto_window import (
     AUTO_WINDOWS_VARIABLE,
     TROUBLESHOOT_DAG_ID,
@@ -31,7 +30,7 @@ from airflow_provider_kip714.troubleshooting.auto_window import (
     plan_windows,
     prune,
 )
-from airflow_provider_kip714.troubleshooting.guardrails import load_capabilities
+from airflow_provider_kip714.troubleshooting.guardrails import load_capabilities_of, visible_areas
 
 with DAG(
     dag_id="kip714_auto_window",
@@ -58,7 +57,7 @@ with DAG(
         store = LiveStore()
         now = datetime.now(UTC)
         history = prune(store.auto_windows(), now)
-        plans = plan_windows(findings, settings, history, load_capabilities(scheduled_area()), now)
+        plans = plan_windows(findings, settings, history, load_capabilities_of(visible_areas()), now)
         for refusal in plans.refusals:
             print(
                 f"KIP714_AUTO_WINDOW refused {refusal.finding_id} {refusal.guardrail}: {refusal.reason}",

@@ -29,11 +29,11 @@ from airflow_provider_kip714.findings.announce import (
     oldest_queued,
 )
 from airflow_provider_kip714.findings.store import LiveStore
-from airflow_provider_kip714.live.cycle import begin_cycle, detect, live_area
+from airflow_provider_kip714.live.cycle import begin_cycle, detect
 from airflow_provider_kip714.live.settings import LiveSettings
 from airflow_provider_kip714.settings import scheduled_kafka_conn_id
 from airflow_provider_kip714.spark.jobs import SPARK_MACROS, spark_app_operator
-from airflow_provider_kip714.storage.data_root import scheduled_area
+from airflow_provider_kip714.storage.data_root import live_area, scheduled_area
 from spark_apps.package import DEFAULT_RULES
 
 SCHEDULED = scheduled_area()

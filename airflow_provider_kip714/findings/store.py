@@ -31,9 +31,8 @@ from pathlib import Path
 from typing import Any, Final
 
 from airflow_provider_kip714.findings.model import EXTRA_KEY, Finding, Transition
-from airflow_provider_kip714.storage.data_root import StoragePath, data_root
+from airflow_provider_kip714.storage.data_root import StoragePath, live_area
 
-LIVE_DIR: Final = "live"
 STATUS_FILE: Final = "status.json"
 LEDGER_FILE: Final = "findings.json"
 AUTO_WINDOWS_FILE: Final = "auto_windows.json"
@@ -42,7 +41,7 @@ ALERTS_SENT_FILE: Final = "alerts_sent.json"
 
 
 def live_root(root: StoragePath | None = None) -> StoragePath:
-    return (root or data_root()) / LIVE_DIR
+    return live_area(root).root
 
 
 @dataclass(frozen=True)

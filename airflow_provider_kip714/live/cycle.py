@@ -34,7 +34,7 @@ from airflow_provider_kip714.findings.detect import current_findings, pushing_in
 from airflow_provider_kip714.findings.model import Finding
 from airflow_provider_kip714.findings.store import CycleStart, LiveStatus, LiveStore
 from airflow_provider_kip714.live.settings import LiveSettings
-from airflow_provider_kip714.storage.data_root import RunArea, StoragePath, data_root
+from airflow_provider_kip714.storage.data_root import RunArea, StoragePath
 from airflow_provider_kip714.telemetry.landing_zone import LandingZone
 
 log = logging.getLogger(__name__)
@@ -43,11 +43,6 @@ CLOCK_SLACK: Final = timedelta(minutes=1)
 """Clients' clocks and the broker's may differ: chunks are taken from a little before the window."""
 KEPT_CYCLES: Final = timedelta(hours=2)
 FINDING_TABLES: Final = ("anomalies", "delivery", "broker_client_metrics", "broker_metrics")
-
-
-def live_area(root: StoragePath | None = None) -> RunArea:
-    """``<root>/live``: live mode's analytics (``analytics/``) beside its state documents."""
-    return RunArea((root or data_root()) / "live")
 
 
 @dataclass(frozen=True)

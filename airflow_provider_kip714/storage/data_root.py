@@ -12,6 +12,7 @@ the layout is decided once:
 
     <root>/landing/                      raw/ datapoints/ quarantine/ of the scheduled landing
     <root>/analytics/                    rollups/ thresholds/ anomalies/ broker_metrics/ (kip714_rollups)
+    <root>/live/analytics/               live mode's tables (the trailing minutes); live/*.json its state
     <root>/troubleshoot/<run>/landing/   the same, for one troubleshooting window
     <root>/troubleshoot/<run>/analytics/
     <root>/troubleshoot/<run>/report/    report.html + PNG plots
@@ -255,6 +256,11 @@ class RunArea:
 
 def scheduled_area(root: StoragePath | None = None) -> RunArea:
     return RunArea(root or data_root())
+
+
+def live_area(root: StoragePath | None = None) -> RunArea:
+    """``<root>/live``: live mode's analytics (``analytics/``) beside its state documents."""
+    return RunArea((root or data_root()) / "live")
 
 
 def troubleshoot_area(run_id: str, root: StoragePath | None = None) -> RunArea:

@@ -30,7 +30,7 @@ from airflow_provider_kip714.analytics.tables import read_table
 from airflow_provider_kip714.contract.client_text import printable
 from airflow_provider_kip714.contract.selectors import compile_pattern
 from airflow_provider_kip714.exceptions import ClusterUnreachableError
-from airflow_provider_kip714.storage.data_root import RunArea, scheduled_area, troubleshoot_areas
+from airflow_provider_kip714.storage.data_root import RunArea, live_area, scheduled_area, troubleshoot_areas
 
 log = logging.getLogger(__name__)
 
@@ -72,10 +72,10 @@ def load_capabilities(zone: RunArea) -> list[Capability]:
 
 
 def visible_areas() -> list[RunArea]:
-    """Every area whose capabilities the guardrail can read: the scheduled one, then each
-    troubleshooting run's, newest first. A deployment that has run only troubleshooting windows has
-    capabilities there and none in the scheduled area."""
-    return [scheduled_area(), *troubleshoot_areas()]
+    """Every area whose capabilities the guardrail can read: live mode's (the freshest), the scheduled
+    one, then each troubleshooting run's, newest first. A deployment that has run only troubleshooting
+    windows has capabilities there and none in the scheduled area."""
+    return [live_area(), scheduled_area(), *troubleshoot_areas()]
 
 
 def load_capabilities_of(areas: Sequence[RunArea]) -> list[Capability]:

@@ -23,8 +23,9 @@ from kip714_dev.demo.fleet_client import ClientBehaviour, ClientSpec
 
 from airflow_provider_kip714.findings.model import FindingKind, Transition
 from airflow_provider_kip714.findings.store import LiveStore
-from airflow_provider_kip714.live.cycle import begin_cycle, detect, live_area
+from airflow_provider_kip714.live.cycle import begin_cycle, detect
 from airflow_provider_kip714.live.settings import LiveSettings
+from airflow_provider_kip714.storage.data_root import live_area
 from airflow_provider_kip714.subscriptions.admin import ClientMetricsAdmin
 from airflow_provider_kip714.subscriptions.kafka_python_config import to_kafka_python_kwargs
 from airflow_provider_kip714.subscriptions.model import Subscription

@@ -17,7 +17,8 @@ import pandas as pd
 
 from airflow_provider_kip714.findings.model import Transition
 from airflow_provider_kip714.findings.store import CycleStart, LiveStore
-from airflow_provider_kip714.live.cycle import CLOCK_SLACK, chunks_from, detect, live_area
+from airflow_provider_kip714.live.cycle import CLOCK_SLACK, chunks_from, detect
+from airflow_provider_kip714.storage.data_root import live_area
 
 NOON = datetime(2026, 11, 27, 12, 0, tzinfo=UTC)
 LOOKBACK = timedelta(minutes=3)
