@@ -221,6 +221,13 @@ class AirflowApi:
             self.request("GET", "/api/v2/assets/events", params={"limit": 100, **params})["asset_events"]
         )
 
+    def dag_runs(self, dag_id: str) -> list[dict[str, Any]]:
+        """``GET /api/v2/dags/{dag_id}/dagRuns``: the DAG's runs, newest first."""
+        body = self.request(
+            "GET", f"/api/v2/dags/{dag_id}/dagRuns", params={"limit": 100, "order_by": "-run_after"}
+        )
+        return list(body["dag_runs"])
+
     def assets(self) -> list[dict[str, Any]]:
         return list(self.request("GET", "/api/v2/assets", params={"limit": 100})["assets"])
 
