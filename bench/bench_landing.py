@@ -11,6 +11,10 @@ each ratio compares two neighbouring runs on a shared machine. The bare loop tha
 (the baseline) is printed once, for reference.
 Starts its own local Kafka (``kip714 local-kafka``'s cluster factory) unless --bootstrap-server is given.
 
+``--writers hand,crate`` lands each round once per writer (the hand-written Parquet writer and the
+arrow-rs ``parquet`` crate prototype, an extension built with ``bench_native_writer.py --build``), in
+alternating order after the round's floor, and prints each writer's medians at the end.
+
 Also prints the CPU seconds each side used (this process's threads; for landing also the consuming
 thread alone): on a shared machine the wall-clock ratio partly measures how much CPU the other
 tenants left, the CPU figures say what the work costs.
@@ -22,6 +26,7 @@ import argparse
 import contextlib
 import logging
 import os
+import statistics
 import sys
 import tempfile
 import time
@@ -34,6 +39,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "unit"))
 
+from bench_native_writer import use as use_writer
 from otlp_payloads import client_headers, producer_like_payload
 
 from airflow_provider_kip714.native_switches import READER_ENV
@@ -164,11 +170,11 @@ def land(bootstrap: str, topic: str, workers: int | None, fsync: bool) -> dict[s
 
 
 def print_round(
-    number: int, records: int, baseline_s: float, floor: tuple[float, float], landing: dict
+    number: int, records: int, baseline_s: float, floor: tuple[float, float], landing: dict, writer: str = ""
 ) -> None:
     floor_s, floor_cpu = floor
     wall = landing["wall"]
-    print(f"round {number}")
+    print(f"round {number}" + (f", writer {writer}" if writer else ""))
     print(
         f"  floor   consume + every kept field : {records / floor_s:10,.0f} records/s, CPU {floor_cpu:.2f} s"
         f" ({baseline_s / floor_s:.2f}x the baseline's rate)"
@@ -210,7 +216,15 @@ def main() -> None:
         default=CONSUME_BATCH,
         help=f"messages per consume() call, floor and baseline loops (default: {CONSUME_BATCH})",
     )
+    parser.add_argument(
+        "--writers",
+        default="",
+        help="comma-separated native writers to land with in each round, alternating: hand, crate",
+    )
     args = parser.parse_args()
+    writers = [w for w in args.writers.split(",") if w]
+    if any(w not in ("hand", "crate") for w in writers):
+        parser.error("--writers: hand and/or crate")
     os.environ[READER_ENV] = args.reader
     landing_batch = NATIVE_CONSUME_BATCH if args.reader == "native" else CONSUME_BATCH
     logging.basicConfig(level=logging.WARNING)
@@ -233,13 +247,24 @@ def main() -> None:
             f"baseline  bare consume, value only : {records / baseline_s:10,.0f} records/s, "
             f"CPU {baseline_cpu:.2f} s"
         )
+        by_writer: dict[str, list[tuple[float, float]]] = {w: [] for w in writers}
         for number in range(1, args.rounds + 1):
             floor = baseline_consume(
                 bootstrap, topic, records, args.partitions, read_everything=True, batch=args.floor_batch
             )
-            landing = land(bootstrap, topic, args.workers, not args.no_fsync)
-            assert landing["records"] == records, landing
-            print_round(number, records, baseline_s, floor, landing)
+            for writer in (writers if number % 2 else writers[::-1]) or [""]:
+                if writer:
+                    use_writer(writer)
+                landing = land(bootstrap, topic, args.workers, not args.no_fsync)
+                assert landing["records"] == records, landing
+                print_round(number, records, baseline_s, floor, landing, writer)
+                if writer:
+                    by_writer[writer].append((floor[0] / landing["wall"], landing["cpu"]))
+        for writer, runs in by_writer.items():
+            print(
+                f"median, writer {writer}: ratio product/floor {statistics.median(r for r, _ in runs):.2f}, "
+                f"landing CPU {statistics.median(c for _, c in runs):.2f} s all threads ({len(runs)} rounds)"
+            )
 
 
 if __name__ == "__main__":

@@ -15,6 +15,8 @@
 pub mod check;
 pub mod decode;
 pub mod parquet;
+#[cfg(feature = "parquet-crate")]
+pub mod parquet_crate;
 pub mod text;
 pub mod wire;
 

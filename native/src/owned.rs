@@ -9,6 +9,7 @@ use std::os::raw::c_int;
 
 use pyo3::exceptions::PyBufferError;
 use pyo3::prelude::*;
+use pyo3::types::PyDict;
 
 /// Anything whose memory is a run of plain-old-data numbers.
 trait Bytes: Send + Sync {
@@ -77,4 +78,14 @@ impl Buffer {
     }
 
     unsafe fn __releasebuffer__(&self, _view: *mut pyo3::ffi::Py_buffer) {}
+}
+
+/// Move a column into the dict as a `Buffer` (no copy): how the decoder's and the topic reader's
+/// columns reach Python.
+pub(crate) fn put<T: Copy + Send + Sync + 'static>(
+    dict: &Bound<'_, PyDict>,
+    name: &str,
+    values: Vec<T>,
+) -> PyResult<()> {
+    dict.set_item(name, Buffer::new(values))
 }

@@ -5,17 +5,9 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
 
-use crate::owned::Buffer;
+use crate::owned::{put, Buffer};
+use crate::parquet::{HourFile, RawInput, RecordInput};
 use crate::text::{MapColumn, StringColumn};
-
-/// Move a column into the dict as a `Buffer` (no copy).
-pub(crate) fn put<'py, T: Copy + Send + Sync + 'static>(
-    dict: &Bound<'py, PyDict>,
-    name: &str,
-    values: Vec<T>,
-) -> PyResult<()> {
-    dict.set_item(name, Buffer::new(values))
-}
 
 fn put_strings<'py>(dict: &Bound<'py, PyDict>, name: &str, column: StringColumn) -> PyResult<()> {
     put(dict, &format!("{name}.offsets"), column.offsets)?;
@@ -121,13 +113,16 @@ fn skip_records(slices: &mut [Option<&[u8]>], skip: &[usize]) -> Vec<bool> {
     skipped
 }
 
+/// An Arrow binary column's offsets, data and validity bitmap (if any), as slices.
+type BinarySlices<'a> = (&'a [u8], &'a [u8], Option<&'a [u8]>);
+
 /// The three buffers of an Arrow binary column, as slices (see `binary_slices`).
 fn binary_buffers<'a>(
     py: Python<'a>,
     offsets: &'a PyBuffer<u8>,
     data: &'a PyBuffer<u8>,
     validity: &'a Option<PyBuffer<u8>>,
-) -> PyResult<(&'a [u8], &'a [u8], Option<&'a [u8]>)> {
+) -> PyResult<BinarySlices<'a>> {
     let validity = match validity {
         Some(bitmap) => Some(contiguous(py, bitmap, "validity")?),
         None => None,
@@ -203,11 +198,26 @@ fn kip714_native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(write_datapoints, module)?)?;
     module.add_function(wrap_pyfunction!(write_raw, module)?)?;
     module.add_function(wrap_pyfunction!(python_float_repr, module)?)?;
+    #[cfg(feature = "parquet-crate")]
+    {
+        module.add_function(wrap_pyfunction!(write_datapoints_crate, module)?)?;
+        module.add_function(wrap_pyfunction!(write_raw_crate, module)?)?;
+    }
     module.add_class::<crate::reader::TopicReader>()?;
     module.add_class::<Buffer>()?;
     module.add("FORMAT_VERSION", 1)?;
     // the label columns in the order `write_datapoints` reads `label_rows` (a test holds it to Python's)
     module.add("DATAPOINT_LABELS", crate::parquet::LABEL_NAMES.to_vec())?;
+    // the writers' schemas and statistics columns (tests hold them to the Python declarations)
+    module.add(
+        "DATAPOINT_COLUMNS",
+        crate::parquet::DATAPOINT_COLUMNS.to_vec(),
+    )?;
+    module.add("RAW_COLUMNS", crate::parquet::RAW_COLUMNS.to_vec())?;
+    module.add(
+        "STATISTICS_COLUMNS",
+        crate::parquet::STATISTICS_COLUMNS.to_vec(),
+    )?;
     Ok(())
 }
 
@@ -223,6 +233,13 @@ fn label_value(item: &Bound<'_, PyAny>) -> PyResult<crate::parquet::LabelValue> 
         Ok(LabelValue::Str(item.extract::<String>()?))
     }
 }
+
+/// A `datapoints` writer: the hand-written one (`parquet/`), or the crate prototype's.
+type DatapointsWriter =
+    fn(&crate::decode::Columns, &RecordInput, usize) -> std::io::Result<Vec<HourFile>>;
+
+/// A `raw` writer, likewise.
+type RawWriter = fn(&RawInput) -> std::io::Result<Vec<u8>>;
 
 /// What the writers return: the chunk's points, the records left for the Python decoder (nothing is
 /// written when there are any) and one `(date, hour, parquet bytes)` per UTC hour of the records.
@@ -244,6 +261,7 @@ fn write_chunk(
     label_rows: &Bound<'_, PyList>,
     skip: Vec<usize>,
     group_rows: usize,
+    writer: DatapointsWriter,
 ) -> PyResult<Written> {
     let skipped = skip_records(&mut slices, &skip);
     let ChunkRecords(topic, partitions, offsets, timestamps_ms, label_slots) = records;
@@ -277,7 +295,7 @@ fn write_chunk(
         ));
     }
     // a skipped record's slot is -1 (its headers failed): never read, as it has no points
-    let input = crate::parquet::RecordInput {
+    let input = RecordInput {
         topic,
         partitions,
         offsets,
@@ -293,7 +311,7 @@ fn write_chunk(
             if !fallback.is_empty() {
                 return Ok((0, fallback, Vec::new()));
             }
-            let files = crate::parquet::write_datapoints(columns, &input, group_rows)
+            let files = writer(columns, &input, group_rows)
                 .map_err(|err| PyValueError::new_err(err.to_string()))?;
             Ok::<_, PyErr>((columns.point_record.len(), fallback, files))
         })
@@ -319,7 +337,42 @@ fn write_datapoints(
     group_rows: usize,
 ) -> PyResult<Written> {
     let owner = values.owner();
-    write_chunk(py, owner.slices(py)?, records, label_rows, skip, group_rows)
+    write_chunk(
+        py,
+        owner.slices(py)?,
+        records,
+        label_rows,
+        skip,
+        group_rows,
+        crate::parquet::write_datapoints,
+    )
+}
+
+/// `write_datapoints` on the arrow-rs `parquet` crate (the prototype measured in `docs/benchmarks.md`).
+#[cfg(feature = "parquet-crate")]
+#[pyfunction]
+#[pyo3(signature = (values, records, label_rows, skip, group_rows=131_072))]
+fn write_datapoints_crate(
+    py: Python<'_>,
+    values: BinaryColumn<'_>,
+    records: ChunkRecords,
+    label_rows: &Bound<'_, PyList>,
+    skip: Vec<usize>,
+    group_rows: usize,
+) -> PyResult<Written> {
+    let owner = values.owner();
+    write_chunk(
+        py,
+        owner.slices(py)?,
+        records,
+        label_rows,
+        skip,
+        group_rows,
+        |columns, input, group_rows| {
+            crate::parquet_crate::write_datapoints(columns, input, group_rows)
+                .map_err(std::io::Error::other)
+        },
+    )
 }
 
 /// An Arrow binary array's buffers: `(offsets, data, validity, offset, length)` (see `binary_slices`).
@@ -383,8 +436,64 @@ fn write_raw(
     header_index: Vec<u32>,
     values: BinaryColumn<'_>,
 ) -> PyResult<Py<PyBytes>> {
+    let columns = RawColumns(
+        partitions,
+        offsets,
+        timestamps_ms,
+        header_sets,
+        header_index,
+    );
+    write_raw_with(py, topic, columns, keys, values, crate::parquet::write_raw)
+}
+
+/// `write_raw` on the arrow-rs `parquet` crate (the prototype measured in `docs/benchmarks.md`).
+#[cfg(feature = "parquet-crate")]
+#[pyfunction]
+#[allow(clippy::too_many_arguments)]
+fn write_raw_crate(
+    py: Python<'_>,
+    topic: String,
+    partitions: Vec<i32>,
+    offsets: Vec<i64>,
+    timestamps_ms: Vec<i64>,
+    keys: BinaryColumn<'_>,
+    header_sets: Vec<Vec<(String, Option<String>)>>,
+    header_index: Vec<u32>,
+    values: BinaryColumn<'_>,
+) -> PyResult<Py<PyBytes>> {
+    let columns = RawColumns(
+        partitions,
+        offsets,
+        timestamps_ms,
+        header_sets,
+        header_index,
+    );
+    write_raw_with(py, topic, columns, keys, values, |input| {
+        crate::parquet_crate::write_raw(input).map_err(std::io::Error::other)
+    })
+}
+
+/// `write_raw`'s per-record columns besides keys and values: partitions, offsets, timestamps (ms),
+/// the distinct header sets and each record's set.
+struct RawColumns(
+    Vec<i32>,
+    Vec<i64>,
+    Vec<i64>,
+    Vec<Vec<(String, Option<String>)>>,
+    Vec<u32>,
+);
+
+fn write_raw_with(
+    py: Python<'_>,
+    topic: String,
+    columns: RawColumns,
+    keys: BinaryColumn<'_>,
+    values: BinaryColumn<'_>,
+    writer: RawWriter,
+) -> PyResult<Py<PyBytes>> {
+    let RawColumns(partitions, offsets, timestamps_ms, header_sets, header_index) = columns;
     let (keys, values) = (keys.owner(), values.owner());
-    let input = crate::parquet::RawInput {
+    let input = RawInput {
         topic,
         partitions,
         offsets,
@@ -419,7 +528,7 @@ fn write_raw(
         ));
     }
     let bytes = py
-        .allow_threads(|| crate::parquet::write_raw(&input))
+        .allow_threads(|| writer(&input))
         .map_err(|err| PyValueError::new_err(err.to_string()))?;
     Ok(PyBytes::new(py, &bytes).unbind())
 }

@@ -9,16 +9,17 @@
 use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 use std::ffi::{c_char, c_int, c_void, CString};
-use std::hash::{BuildHasherDefault, Hasher};
 use std::ptr::null_mut;
 use std::sync::Mutex;
+
+use rustc_hash::FxHashMap;
 
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
 
 use crate::librdkafka::{self, Api, Message, PartitionList, CONF_OK, CONSUMER, ERR_FATAL};
-use crate::python::put;
+use crate::owned::put;
 
 /// Log lines kept between two `fetch` calls; more are counted, not kept (a broker flapping at
 /// debug level must not grow memory).
@@ -113,33 +114,6 @@ impl BinaryColumn {
     }
 }
 
-/// FxHash (rustc's): header-set keys are hashed once per record, and need no DoS resistance since a
-/// partition's distinct sets are bounded by its clients.
-#[derive(Default)]
-struct FxHasher(u64);
-
-impl Hasher for FxHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        let mut chunks = bytes.chunks_exact(8);
-        for chunk in &mut chunks {
-            self.add(u64::from_le_bytes(chunk.try_into().expect("8 bytes")));
-        }
-        for &byte in chunks.remainder() {
-            self.add(u64::from(byte));
-        }
-    }
-
-    fn finish(&self) -> u64 {
-        self.0
-    }
-}
-
-impl FxHasher {
-    fn add(&mut self, word: u64) {
-        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-    }
-}
-
 type HeaderSet = Option<Vec<(Vec<u8>, Option<Vec<u8>>)>>;
 
 /// One partition's records since its last chunk was cut; each distinct header set kept once.
@@ -150,7 +124,9 @@ struct PartitionBuffer {
     values: BinaryColumn,
     header_index: Vec<i32>,
     header_sets: Vec<HeaderSet>,
-    set_slots: HashMap<Vec<u8>, i32, BuildHasherDefault<FxHasher>>,
+    /// FxHash: header-set keys are hashed once per record, and need no DoS resistance since a
+    /// partition's distinct sets are bounded by its clients.
+    set_slots: FxHashMap<Vec<u8>, i32>,
 }
 
 impl PartitionBuffer {

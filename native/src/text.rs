@@ -226,13 +226,13 @@ pub(crate) fn write_python_float(number: f64, out: &mut Vec<u8>) {
     if (-4..16).contains(&exponent) {
         if exponent < 0 {
             out.extend_from_slice(b"0.");
-            out.extend(std::iter::repeat(b'0').take((-exponent - 1) as usize));
+            out.extend(std::iter::repeat_n(b'0', (-exponent - 1) as usize));
             out.extend_from_slice(digits.as_bytes());
         } else {
             let integer_len = exponent as usize + 1;
             if digits.len() <= integer_len {
                 out.extend_from_slice(digits.as_bytes());
-                out.extend(std::iter::repeat(b'0').take(integer_len - digits.len()));
+                out.extend(std::iter::repeat_n(b'0', integer_len - digits.len()));
                 out.extend_from_slice(b".0");
             } else {
                 out.extend_from_slice(&digits.as_bytes()[..integer_len]);

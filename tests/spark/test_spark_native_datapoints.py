@@ -1,4 +1,4 @@
-"""Spark reads the native writer's datapoints files (``native/src/parquet.rs``) as it reads pyarrow's.
+"""Spark reads the native writer's datapoints files (``native/src/parquet/``) as it reads pyarrow's.
 
 The same chunks are staged with each writer (``tests/unit/test_native_datapoints_writer.py`` builds
 them: rich payloads, broker labels, hours interleaved, across midnight); Spark must read the same rows

@@ -1,4 +1,4 @@
-"""The native datapoints writer (``decoding/native_writer.py``, ``native/src/parquet.rs``) against pyarrow's.
+"""The native datapoints writer (``decoding/native_writer.py``, ``native/src/parquet/``) against pyarrow's.
 
 Landing stages each chunk twice here, with ``KIP714_DATAPOINTS_WRITER`` native and pyarrow, and every
 hour file must be the same to a reader: the same Parquet schema, the same rows and values, the same
@@ -309,7 +309,8 @@ def test_a_raw_file_without_any_header_or_key_reads_as_pyarrows(tmp_path: Path) 
 
 
 def test_the_writers_rust_unit_tests_pass() -> None:
-    """The hybrid RLE/bit-packed encoder against a reference decoder, dates, the 2 GiB page guard."""
+    """The hybrid RLE/bit-packed encoder against a reference decoder, dates, the 2 GiB page guard, the
+    schemas derived from the column tables, the label columns in their declared order."""
     native_dir = Path(__file__).resolve().parents[2] / "native"
     run = subprocess.run(
         ["cargo", "test", "--release", "--no-default-features", "--lib", "parquet::"],
@@ -319,7 +320,7 @@ def test_the_writers_rust_unit_tests_pass() -> None:
         timeout=900,
     )
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
-    assert "test result: ok. 3 passed" in run.stdout, run.stdout[-2000:]
+    assert "test result: ok. 6 passed" in run.stdout, run.stdout[-2000:]
 
 
 def test_the_writer_reads_label_rows_in_the_decoders_order() -> None:
