@@ -263,7 +263,7 @@ def test_sensor_retry_keeps_one_window_and_a_sigkill_mid_landing_still_removes_i
         daemon=True,
     )
     with SubscriptionWatch(kafka_cluster) as watch:
-        run_id = api.trigger(TROUBLESHOOT, troubleshoot_conf(prefix, 60))["dag_run_id"]
+        run_id = api.trigger(TROUBLESHOOT, troubleshoot_conf(prefix, 180))["dag_run_id"]
         try:
             subscription = wait_for_subscription(live_airflow, run_id)
             opened = admin.describe(subscription["name"])
