@@ -77,22 +77,10 @@ def _names(spark: SparkSession, directory: str) -> list[str]:
     return session_files(spark).names(directory)
 
 
-@dataclass(frozen=True)
-class CommittedHours:
-    """The committed data files of some hour folders, and what a read of those folders must leave out."""
-
-    folders: list[str]
-    """The hour folders holding at least one file."""
-    files: list[str]
-    """Committed data files (and Parquet files not written by the lander), in folder order."""
-    excluded: list[str]
-    """Names of the other files in those folders: chunks without a marker, files that are not Parquet."""
-
-
-def committed_hours(
+def committed_datapoint_files(
     spark: SparkSession, input_root: str, start: datetime, end: datetime
-) -> CommittedHours | None:
-    """The hours ``[start, end)`` touches: committed files, names to leave out; ``None`` without markers.
+) -> list[str] | None:
+    """The committed data files of the hours ``[start, end)`` touches; ``None`` for a zone without markers.
 
     Listing the markers and the hour folders (never a folder glob) keeps a chunk that is being written,
     or was left by a crash, out of every read. Only chunk files (``CHUNK_FILE``) need a marker: any other
@@ -102,29 +90,21 @@ def committed_hours(
     if not path_exists(spark, f"{input_root}/{COMMITS_DIR}"):
         return None
     committed = {name.removesuffix(".commit") for name in _names(spark, f"{input_root}/{COMMITS_DIR}")}
-    folders, files, excluded = [], [], []
+    files = []
     hour = start.replace(minute=0, second=0, microsecond=0)
     while hour < end:
         folder = f"{input_root}/{DATAPOINTS_DIR}/date={hour:%Y-%m-%d}/hour={hour.hour:02d}"
-        names = sorted(_names(spark, folder))  # hidden names (temp files, Spark's markers) are not listed
-        if names:
-            folders.append(folder)
-        for name in names:
+        for name in sorted(_names(spark, folder)):
             chunk_file = CHUNK_FILE.match(name) is not None
-            if name.endswith(".parquet") and (not chunk_file or name.removesuffix(".parquet") in committed):
+            hidden = name.startswith((".", "_"))  # temp files, Spark's own markers
+            if (
+                name.endswith(".parquet")
+                and not hidden
+                and (not chunk_file or name.removesuffix(".parquet") in committed)
+            ):
                 files.append(f"{folder}/{name}")
-            else:
-                excluded.append(name)
         hour += timedelta(hours=1)
-    return CommittedHours(folders, files, excluded)
-
-
-def committed_datapoint_files(
-    spark: SparkSession, input_root: str, start: datetime, end: datetime
-) -> list[str] | None:
-    """The committed data files of the hours ``[start, end)`` touches; ``None`` for a zone without markers."""
-    hours = committed_hours(spark, input_root, start, end)
-    return None if hours is None else hours.files
+    return files
 
 
 def hour_partition_filter(start: datetime, end: datetime) -> Column:
@@ -160,22 +140,37 @@ def landed_hours(spark: SparkSession, input_root: str, start: datetime, end: dat
     root = f"{input_root}/{DATAPOINTS_DIR}"
     if not path_exists(spark, root):
         raise SparkAppInputError("--input", f"must be a landing zone root holding {DATAPOINTS_DIR}/", root)
-    committed = committed_hours(spark, input_root, start, end)
+    committed = committed_datapoint_files(spark, input_root, start, end)
     reader = spark.read.schema(DATAPOINT_SCHEMA).option("basePath", root)
     if committed is None:
         hours = reader.parquet(root)
-    elif committed.files:
-        # The hour folders, not the files: a follow-mode landing cuts a chunk every few seconds, so an
-        # hour holds a thousand small files, and more than 32 paths make Spark list them in a job of
-        # one task per path, once per read. The folders are listed once each; files that are not
-        # committed are pruned by name when Spark lists them (a filter on file metadata is applied to
-        # the listing, before any file is opened).
-        hours = reader.parquet(*committed.folders)
-        if committed.excluded:
-            hours = hours.where(~F.col("_metadata.file_name").isin(committed.excluded))
+    elif committed:
+        folders, left_out = folders_of(spark, committed)
+        hours = reader.parquet(*folders)
+        if left_out:
+            hours = hours.where(~F.col("_metadata.file_name").isin(left_out))
     else:
         hours = spark.createDataFrame([], DATAPOINT_SCHEMA)
     return hours.where(hour_partition_filter(start, end))
+
+
+def folders_of(spark: SparkSession, files: list[str]) -> tuple[list[str], list[str]]:
+    """The folders holding ``files``, and the names of the other files in them (to leave out of a read).
+
+    Spark reads the folders, not the files: a follow-mode landing cuts a chunk every few seconds, so an
+    hour holds about a thousand small files, and given more than 32 paths Spark lists them in a job of
+    one task per path, once per read. The folders are listed once each; the other files (chunks not
+    committed or not selected, files that are not Parquet) are pruned by name from Spark's listing (a
+    filter on file metadata is applied to the listing itself, so no such file is opened).
+    """
+    wanted: dict[str, set[str]] = {}
+    for path in files:
+        folder, name = path.rsplit("/", 1)
+        wanted.setdefault(folder, set()).add(name)
+    left_out = sorted(
+        {name for folder, names in wanted.items() for name in _names(spark, folder) if name not in names}
+    )
+    return list(wanted), left_out
 
 
 def landed_bytes(spark: SparkSession, input_root: str, start: datetime, end: datetime) -> int | None:
