@@ -13,8 +13,16 @@ before the JVM starts. Printed for reference, not judged: DuckDB's lighter rollu
 second Spark pass at the largest size. Targets: Spark <= 3 x DuckDB at 10M; Spark time(10M) / time(1M)
 <= 8.
 
+The fleet-shaped case (``--fleet``, on by default): the zone ``bench_fleet_scale.py`` lands, built by
+``tests/support/fleet_landing.py`` through the lander's own staging path (10,000 instances for 5
+minutes: about 1,000 files of 2 s chunks, 4.8M points of which 1.9M are the brokers' per-instance
+cumulative counters and histograms). The rollups app runs on it in the same session, alternating with
+the synthetic rollups of the largest size; it prints both rates (points/s, wall and the JVM's CPU
+seconds) and their ratio. Target: the fleet's rate within 2x of the synthetic one.
+
     .venv/bin/python bench/bench_rollups.py                # 1M and 10M (generates ~0.5 GB under --data)
     .venv/bin/python bench/bench_rollups.py --sizes 1000000
+    .venv/bin/python bench/bench_rollups.py --sizes 10000000 --fleet-only   # the fleet against 10M only
 """
 
 from __future__ import annotations
@@ -36,6 +44,7 @@ os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
 import duckdb  # noqa: E402
 
+from tests.support.fleet_landing import FleetShape, land_fleet  # noqa: E402
 from tests.support.synthetic_landing import generate_fleet  # noqa: E402
 
 START = datetime(2026, 1, 31, 13, tzinfo=UTC)
@@ -194,6 +203,81 @@ def ensure_landing(data_dir: Path, points: int) -> Path:
     return root
 
 
+FLEET_START = START.replace(minute=20)
+"""The fleet's pushes start at 13:20 and end by 13:25 (its broker records a little after): one hour."""
+
+
+def ensure_fleet_landing(data_dir: Path, shape: FleetShape) -> Path:
+    """Land (once) the fleet-shaped zone; reused across runs."""
+    root = data_dir / f"landing-fleet-{shape.instances}x{shape.duration_s}s"
+    marker = root / "GENERATED.json"
+    if marker.exists():
+        return root
+    shutil.rmtree(root, ignore_errors=True)
+    began = time.perf_counter()
+    counts = land_fleet(root, FLEET_START, shape)
+    marker.write_text(json.dumps(counts))
+    files = len(list((root / "datapoints").rglob("*.parquet")))
+    print(
+        f"landed the fleet's zone: {counts['points']:,} points, {counts['instances']:,} instances, "
+        f"{files:,} data files in {time.perf_counter() - began:.1f} s under {root}",
+        flush=True,
+    )
+    return root
+
+
+class JvmCpu:
+    """CPU seconds (user + system) of the session's driver JVM, from ``/proc`` (Linux)."""
+
+    def __init__(self, spark) -> None:  # type: ignore[no-untyped-def]
+        self.pid = int(spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid())  # type: ignore[attr-defined]
+        self.tick = os.sysconf("SC_CLK_TCK")
+
+    def seconds(self) -> float:
+        fields = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / self.tick
+
+
+def run_rollups_only(spark, landing: Path, out: Path, cpu: JvmCpu) -> tuple[float, float, int]:  # type: ignore[no-untyped-def]
+    """The rollups app alone over the hour: (wall s, JVM CPU s, points rolled up)."""
+    import rollups
+
+    shutil.rmtree(out, ignore_errors=True)
+    common = ["--input", str(landing), "--output", str(out), "--start", WINDOW[0], "--end", WINDOW[1]]
+    cpu_before, began = cpu.seconds(), time.perf_counter()
+    rollups.run(common, spark)
+    wall, used = time.perf_counter() - began, cpu.seconds() - cpu_before
+    rolled = duckdb.sql(f"SELECT sum(count) FROM read_parquet('{out}/rollups/*/*/*.parquet')").fetchall()
+    points = rolled[0][0]
+    return wall, used, int(points)
+
+
+def compare_fleet(spark, fleet: Path, synthetic: Path, data_dir: Path, rounds: int) -> dict[str, object]:  # type: ignore[no-untyped-def]
+    """The rollups app on the fleet's zone and the synthetic one, alternating; the rates and their ratio."""
+    cpu = JvmCpu(spark)
+    runs: dict[str, list[tuple[float, float, int]]] = {"fleet": [], "synthetic": []}
+    for round_index in range(rounds):
+        for name, landing in (("fleet", fleet), ("synthetic", synthetic)):
+            wall, used, points = run_rollups_only(spark, landing, data_dir / f"out-rollups-{name}", cpu)
+            runs[name].append((wall, used, points))
+            print(
+                f"rollups only, {name:>9} zone, round {round_index + 1}: {points:,} points in {wall:.1f} s "
+                f"({points / wall:,.0f} points/s), {used:.1f} s JVM CPU ({points / used:,.0f} points/CPU-s); "
+                f"load {os.getloadavg()[0]:.1f}",
+                flush=True,
+            )
+    best = {name: min(values, key=lambda run: run[0]) for name, values in runs.items()}
+    rate = {name: run[2] / run[0] for name, run in best.items()}
+    cpu_rate = {name: run[2] / run[1] for name, run in best.items()}
+    ratio, cpu_ratio = rate["synthetic"] / rate["fleet"], cpu_rate["synthetic"] / cpu_rate["fleet"]
+    print(
+        f"fleet-shaped zone: {rate['fleet']:,.0f} points/s against {rate['synthetic']:,.0f} synthetic "
+        f"(best of {rounds}): synthetic / fleet = {ratio:.2f}x wall, {cpu_ratio:.2f}x JVM CPU (target <= 2)",
+        flush=True,
+    )
+    return {"runs": runs, "ratio_wall": ratio, "ratio_cpu": cpu_ratio}
+
+
 def run_spark(spark, landing: Path, out: Path) -> tuple[float, float]:  # type: ignore[no-untyped-def]
     import anomalies
     import rollups
@@ -243,16 +327,23 @@ def main() -> int:
     parser.add_argument("--sizes", default="1000000,10000000", help="comma list of data point counts")
     parser.add_argument("--data", default=str(Path(tempfile.gettempdir()) / "kip714-bench-rollups"))
     parser.add_argument("--driver-memory", default="4g")
+    parser.add_argument("--no-fleet", dest="fleet", action="store_false", help="skip the fleet-shaped case")
+    parser.add_argument("--fleet-only", action="store_true", help="only the fleet against the largest size")
+    parser.add_argument("--fleet-instances", type=int, default=10_000)
+    parser.add_argument("--fleet-duration-s", type=int, default=300)
+    parser.add_argument("--fleet-rounds", type=int, default=2)
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     data_dir = Path(args.data)
     landings = {size: ensure_landing(data_dir, size) for size in sizes}
+    fleet_shape = FleetShape(instances=args.fleet_instances, duration_s=args.fleet_duration_s)
+    fleet = ensure_fleet_landing(data_dir, fleet_shape) if args.fleet or args.fleet_only else None
 
     # DuckDB first, every size, before the JVM starts: after a Spark run the JVM's compiler threads stay
     # busy for seconds and take a core from DuckDB (measured: 8.1 s instead of 5.0 s at 10M).
     print(f"load average before DuckDB: {os.getloadavg()[0]:.2f} (1 min)", flush=True)
     duck_times = {}
-    for size, landing in landings.items():
+    for size, landing in landings.items() if not args.fleet_only else ():
         duck_out = data_dir / f"out-duckdb-{size}"
         shutil.rmtree(duck_out, ignore_errors=True)
         duck_times[size] = run_duckdb(landing, duck_out)
@@ -279,6 +370,16 @@ def main() -> int:
     print("JVM garbage collectors: " + ", ".join(collectors), flush=True)
     # one untimed pass over the smallest size: class loading, JIT and the page cache out of the figures
     run_spark(spark, landings[min(sizes)], data_dir / "out-warmup")
+    if fleet is not None:
+        # one untimed pass over the fleet: its cumulative and histogram branches compile their own code
+        run_spark(spark, fleet, data_dir / "out-warmup-fleet")
+    if args.fleet_only:
+        assert fleet is not None
+        figures = compare_fleet(spark, fleet, landings[max(sizes)], data_dir, args.fleet_rounds)
+        spark.stop()
+        print(f"load average at end: {os.getloadavg()[0]:.2f} (1 min)", flush=True)
+        print("BENCH_JSON " + json.dumps({"fleet": figures}, sort_keys=True))
+        return 0
 
     results = {}
     mismatches = 0
@@ -330,6 +431,8 @@ def main() -> int:
     again_rollup, again_anomalies = run_spark(spark, landings[largest], data_dir / f"out-spark-{largest}")
     again = again_rollup + again_anomalies
     results[largest]["spark_second_pass_s"] = again
+    if fleet is not None:
+        results["fleet"] = compare_fleet(spark, fleet, landings[largest], data_dir, args.fleet_rounds)
     versus_again = again / results[largest]["duckdb_total_s"]
     print(
         f"{largest:>11,} points | reference: spark's second pass {again_rollup:.1f} s + "

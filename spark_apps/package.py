@@ -64,6 +64,11 @@ PERFORMANCE_CONF = {
     "spark.sql.codegen.useIdInClassName": "false",
     "spark.sql.adaptive.advisoryPartitionSizeInBytes": "16m",
     "spark.sql.files.maxPartitionBytes": "16m",
+    # a follow-mode landing writes a chunk every few seconds: an hour is ~1,000 files of 10-60 KB. Spark
+    # counts each file as at least openCostInBytes (4 MB by default) when it packs files into tasks, so
+    # such an hour was ~250 tasks per scan, each mostly task overhead; at 256 KB it is ~20 tasks. Files of
+    # the hourly landing and of the synthetic benchmark (MBs each) are packed as before.
+    "spark.sql.files.openCostInBytes": "256k",
     "spark.driver.extraJavaOptions": f"-XX:+UseParallelGC {JIT_OPTIONS}",
     "spark.executor.extraJavaOptions": f"-XX:+UseParallelGC {JIT_OPTIONS}",
 }

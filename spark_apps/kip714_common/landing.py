@@ -172,13 +172,36 @@ def landed_hours(spark: SparkSession, input_root: str, start: datetime, end: dat
     if not path_exists(spark, root):
         raise SparkAppInputError("--input", f"must be a landing zone root holding {DATAPOINTS_DIR}/", root)
     committed = committed_datapoint_files(spark, input_root, start, end)
+    reader = spark.read.schema(DATAPOINT_SCHEMA).option("basePath", root)
     if committed is None:
-        hours = spark.read.schema(DATAPOINT_SCHEMA).option("basePath", root).parquet(root)
+        hours = reader.parquet(root)
     elif committed:
-        hours = spark.read.schema(DATAPOINT_SCHEMA).option("basePath", root).parquet(*committed)
+        folders, left_out = folders_of(spark, committed)
+        hours = reader.parquet(*folders)
+        if left_out:
+            hours = hours.where(~F.col("_metadata.file_name").isin(left_out))
     else:
         hours = spark.createDataFrame([], DATAPOINT_SCHEMA)
     return hours.where(hour_partition_filter(start, end))
+
+
+def folders_of(spark: SparkSession, files: list[str]) -> tuple[list[str], list[str]]:
+    """The folders holding ``files``, and the names of the other files in them (to leave out of a read).
+
+    Spark reads the folders, not the files: a follow-mode landing cuts a chunk every few seconds, so an
+    hour holds about a thousand small files, and given more than 32 paths Spark lists them in a job of
+    one task per path, once per read. The folders are listed once each; the other files (chunks not
+    committed or not selected, files that are not Parquet) are pruned by name from Spark's listing (a
+    filter on file metadata is applied to the listing itself, so no such file is opened).
+    """
+    wanted: dict[str, set[str]] = {}
+    for path in files:
+        folder, name = path.rsplit("/", 1)
+        wanted.setdefault(folder, set()).add(name)
+    left_out = sorted(
+        {name for folder, names in wanted.items() for name in _names(spark, folder) if name not in names}
+    )
+    return list(wanted), left_out
 
 
 def landed_bytes(spark: SparkSession, input_root: str, start: datetime, end: datetime) -> int | None:
