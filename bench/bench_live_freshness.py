@@ -560,17 +560,19 @@ def run(args: argparse.Namespace, work: Path) -> int:
                     match=f"client_id={CLIENT_ID_PREFIX}.*",
                 )
             )
-        state = connect.start(work / "connect", master="local[2]")
+        state = connect.start(args.connect_dir or work / "connect", master="local[2]")
         print(f"Spark Connect server {state.url} (pid {state.pid}) on local[2]", flush=True)
         live = Live(
             work / "root", cluster.client_config(), cluster.telemetry_topic, settings, state.url, state.pid,
             work / "spark.log",
         )  # fmt: skip
-        warm_server(live, work)
+        if args.connect_dir is None:
+            warm_server(live, work)
         return fleet_and_cycles(args, live, ports, work)
     finally:
         with contextlib.suppress(Exception):
-            connect.stop(work / "connect")
+            if args.connect_dir is None:
+                connect.stop(work / "connect")
         factory.stop_all()
 
 
@@ -666,13 +668,13 @@ def cycles_beside(
         cycle = live.cycle()
         phase = (
             "warm-up" if began < warm_s or len(live.cycles) <= args.warmup_cycles
-            else "early" if began < early_end
+            else "early" if began < early_end or not args.prefill_minutes
             else "prefill" if began < early_end + prefill_s
             else "late"
         )  # fmt: skip
         phase_of.append(phase)
         print(f"[{phase} {began:.0f} s, load {load_average()}] {describe(cycle)}", flush=True)
-    for _ in range(2):  # the pushes of the fleet's last seconds: read by one of these
+    for _ in range(1):  # begins after the fleet's last push: reads what the last cycle did not land
         cycle = live.cycle()
         phase_of.append("tail")
         print(f"[tail] {describe(cycle)}", flush=True)
@@ -863,6 +865,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--late-cycles", type=int, default=4)
     parser.add_argument("--submit-cycle", action="store_true", help="one more cycle with spark-submit")
     parser.add_argument("--keep", action="store_true", help="keep the work folder")
+    parser.add_argument(
+        "--connect-dir",
+        type=Path,
+        default=None,
+        help="use (or start) the Spark Connect server of this folder and leave it running: a server "
+        "already warm from earlier runs, as in service (default: a server of the run's own, warmed first)",
+    )
     args = parser.parse_args(argv)
     if args.processes is None:
         args.processes = max(1, -(-args.instances // 2500))
