@@ -110,7 +110,7 @@ def _unless_page_too_large(what: str, records: int, write: Callable[[], T]) -> T
 
 
 def write_raw_natively(columns: RecordColumns) -> RawFile | None:
-    """The chunk's ``raw`` file (``RAW_SCHEMA``, what ``landing_batch.raw_table`` holds), or None when
+    """The chunk's ``raw`` file (``RAW_SCHEMA``, what ``landing_stage.raw_table`` holds), or None when
     the records are not one landing chunk (one topic).
 
     Header values are kept as text with undecodable bytes replaced, as the raw table keeps them; each

@@ -18,7 +18,7 @@ import rollups
 
 from airflow_provider_kip714.contract.topic import DEFAULT_TELEMETRY_TOPIC
 from airflow_provider_kip714.decoding.records import TopicRecord
-from airflow_provider_kip714.telemetry.landing_batch import stage_records
+from airflow_provider_kip714.telemetry.landing_stage import stage_records
 from airflow_provider_kip714.telemetry.landing_zone import LandingZone
 from tests.support.fleet_landing import FleetShape, land_fleet
 from tests.unit.otlp_payloads import client_headers, producer_like_payload
@@ -46,9 +46,7 @@ def test_rollups_of_a_fleet_zone_count_every_committed_point_and_nothing_else(  
     payload = producer_like_payload(10, seed=9, time_ns=late * 1_000_000)
     with zone.lock():
         stage_records(
-            str(landing),
-            DEFAULT_TELEMETRY_TOPIC,
-            False,
+            zone,
             "otlp_proto",
             [
                 TopicRecord(DEFAULT_TELEMETRY_TOPIC, 5, 10_000 + k, late, b"x", client_headers(), payload)

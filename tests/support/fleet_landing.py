@@ -2,7 +2,7 @@
 
 The wire-level fleet (thousands of client instances, three brokers with the plugin, a follow-mode
 landing cutting a chunk every 2 s) is heavy to run; this builds the topic records it would write and
-lands them with ``landing_batch.stage_records`` and ``LandingZone.commit``, so the files, their sizes,
+lands them with ``landing_stage.stage_records`` and ``LandingZone.commit``, so the files, their sizes,
 their Parquet layout and the decoded rows are what the lander writes:
 
 - client records: one per push, every ``interval_s`` per instance (a ramp over the first interval, a
@@ -36,9 +36,9 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue, InstrumentationSc
 from opentelemetry.proto.metrics.v1 import metrics_pb2 as m
 from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 
-from airflow_provider_kip714.contract.topic import DEFAULT_TELEMETRY_TOPIC, Header, broker_record_key
+from airflow_provider_kip714.contract.topic import DEFAULT_TELEMETRY_TOPIC, Header
 from airflow_provider_kip714.decoding.records import TopicRecord
-from airflow_provider_kip714.telemetry.landing_batch import stage_records
+from airflow_provider_kip714.telemetry.landing_stage import stage_records
 from airflow_provider_kip714.telemetry.landing_zone import LandingZone
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit"))
@@ -294,7 +294,7 @@ def _broker_records(
             (str(Header.NODE_ID), str(node).encode()),
             (str(Header.CLUSTER_ID), CLUSTER_ID.encode()),
         ]
-        key = broker_record_key(node)
+        key = f"broker-{node}"  # the plugin's key of broker records (docs/topic-contract.md)
         for index, group in enumerate(groups or [[]]):
             value = _broker_record(node, tick_ns, started, group, index == 0, len(ordered))
             records.append((tick_ns, key, value, headers, key.encode()))
@@ -341,7 +341,7 @@ def land_fleet(
     with zone.lock():
         zone.prepare()
         for _, batch in sorted(chunks.items()):
-            staged = stage_records(str(root), DEFAULT_TELEMETRY_TOPIC, False, "otlp_proto", batch)
+            staged = stage_records(zone, "otlp_proto", batch)
             zone.commit(staged)
             points += staged.points
     return {"records": len(records), "chunks": len(chunks), "points": points, "instances": len(fleet)}
