@@ -201,7 +201,7 @@ def test_a_cleanly_closed_java_client_is_not_silent(spark, landed):  # type: ign
     (closed,) = [r for r in rows if r["client_id"] == f"{landed['prefix']}-jclean"]
     assert closed["client_software_name"] == "apache-kafka-java"
     assert closed["client_instance_id"] == landed["closed_java"]["client_instance_id"]
-    assert closed["landed_pushes"] >= 3
+    assert closed["landed_pushes"] >= 2  # two or more: its cadence is measured, so silence could be judged
     assert closed["terminated"] is False  # the client never sent the final push
     assert closed["status"] != "silent" and closed["silent_since"] is None, closed
     assert "sends no terminating push on close" in closed["reason"], closed
