@@ -114,12 +114,13 @@ _CHUNKS_FROM: Mapping[int, int] | None = None
 
 
 def _chunk_selected(name: str, chunks_from: Mapping[int, int]) -> bool:
-    """Whether a chunk file holds an offset at or after its partition's ``chunks_from`` entry."""
+    """Whether a chunk file holds an offset at or after its partition's ``chunks_from`` entry (a partition
+    without an entry: yes)."""
     found = CHUNK_FILE.match(name)
     if found is None:
         return True
     first_wanted = chunks_from.get(int(found.group(1)))
-    return first_wanted is not None and int(found.group(3)) >= first_wanted
+    return first_wanted is None or int(found.group(3)) >= first_wanted
 
 
 @contextmanager
@@ -128,7 +129,8 @@ def chunk_selection(chunks_from: Mapping[int, int] | None) -> Iterator[None]:
 
     Live mode analyses what is new: the chunks its recent cycles landed (``--chunks-from``), not every
     file of the hour, so a cycle at minute 55 reads as much as one at minute 5. Partitions not named have
-    no chunk read; files not named like chunks (synthetic or copied data) are read as always.
+    every chunk read (a partition no cycle knew yet is new, and small); files not named like chunks
+    (synthetic or copied data) are read as always.
     """
     global _CHUNKS_FROM
     previous, _CHUNKS_FROM = _CHUNKS_FROM, chunks_from

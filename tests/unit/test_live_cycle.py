@@ -106,3 +106,23 @@ def test_a_record_landed_between_two_distant_cycles_is_still_read() -> None:
     assert chunks_from([a, b, c], since) == {0: 100, 1: 0}  # partition 1 had nothing committed at T
     assert chunks_from([a, b, c], t - timedelta(seconds=1)) is None  # live mode younger than the window
     assert chunks_from([a, b, c], b.at) == {0: 300, 1: 40}
+
+
+def test_a_cycle_reads_new_chunks_of_every_partition_even_one_no_cycle_knew() -> None:
+    """The landing zone's chunk names decide: before the offset, skipped; at or after, read; a partition
+    that had no chunk when the cycles began (created since, or first landed now) is read whole."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "spark_apps"))
+    from kip714_common.landing import _chunk_selected
+
+    selected = {0: 100, 1: 50}
+
+    def name(partition: int, first: int, last: int) -> str:
+        return f"p{partition:05d}-{first:020d}-{last:020d}.0123abcd.parquet"
+
+    assert not _chunk_selected(name(0, 0, 99), selected)
+    assert _chunk_selected(name(0, 90, 120), selected)  # straddles the offset: holds newer records
+    assert _chunk_selected(name(1, 50, 60), selected)
+    assert _chunk_selected(name(7, 0, 3), selected)  # a partition no cycle knew
+    assert _chunk_selected("synthetic-part-0.parquet", selected)
