@@ -34,8 +34,8 @@ with DAG(
     description="Mail each new or resolved kip714 finding (rate-limited per kind and hour, with digests)",
     schedule=AssetOrTimeSchedule(
         timetable=CronTriggerTimetable("*/10 * * * *", timezone="UTC"),
-        # by name, URI left to its default (the name): the asset kip714_live's alias events land on
-        assets=Asset(name=FINDINGS_ASSET_NAME),
+        # the asset kip714_live's alias events land on (findings.announce.findings_asset() on main)
+        assets=Asset(name=FINDINGS_ASSET_NAME, group="kip714"),
     ),
     start_date=datetime(2026, 1, 1, tzinfo=UTC),
     catchup=False,

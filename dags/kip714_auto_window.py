@@ -35,7 +35,7 @@ from airflow_provider_kip714.troubleshooting.guardrails import load_capabilities
 with DAG(
     dag_id="kip714_auto_window",
     description="Open a 1 s kip714_troubleshoot window for the client a new finding names (opt-in)",
-    schedule=Asset(name=FINDINGS_ASSET_NAME),  # as kip714_alerts: by name, default URI
+    schedule=Asset(name=FINDINGS_ASSET_NAME, group="kip714"),  # as kip714_alerts
     start_date=datetime(2026, 1, 1, tzinfo=UTC),
     catchup=False,
     max_active_runs=1,  # one writer of auto_windows.json; the guardrails count what it holds
