@@ -17,7 +17,6 @@ from typing import Any
 
 from airflow.sdk import (
     DAG,
-    Asset,
     AssetOrTimeSchedule,
     CronTriggerTimetable,
     Variable,
@@ -26,7 +25,7 @@ from airflow.sdk import (
 )
 
 from airflow_provider_kip714.findings.alerts import ALERTS_VARIABLE, run_alerts
-from airflow_provider_kip714.findings.model import FINDINGS_ASSET_NAME
+from airflow_provider_kip714.findings.announce import findings_asset
 from airflow_provider_kip714.findings.store import LiveStore
 
 with DAG(
@@ -34,8 +33,8 @@ with DAG(
     description="Mail each new or resolved kip714 finding (rate-limited per kind and hour, with digests)",
     schedule=AssetOrTimeSchedule(
         timetable=CronTriggerTimetable("*/10 * * * *", timezone="UTC"),
-        # the asset kip714_live's alias events land on (findings.announce.findings_asset() on main)
-        assets=Asset(name=FINDINGS_ASSET_NAME, group="kip714"),
+        # the asset kip714_live's alias events land on
+        assets=findings_asset(),
     ),
     start_date=datetime(2026, 1, 1, tzinfo=UTC),
     catchup=False,

@@ -18,10 +18,10 @@ from datetime import UTC, datetime
 from typing import Any
 
 from airflow.providers.standard.operators.trigger_dagrun import TriggerDagRunOperator
-from airflow.sdk import DAG, Asset, Variable, get_current_context, task
+from airflow.sdk import DAG, Variable, get_current_context, task
 
+from airflow_provider_kip714.findings.announce import findings_asset
 from airflow_provider_kip714.findings.events import findings_of_events
-from airflow_provider_kip714.findings.model import FINDINGS_ASSET_NAME
 from airflow_provider_kip714.findings.store import LiveStore
 from airflow_provider_kip714.troubleshooting.auto_window import (
     AUTO_WINDOWS_VARIABLE,
@@ -35,7 +35,7 @@ from airflow_provider_kip714.troubleshooting.guardrails import load_capabilities
 with DAG(
     dag_id="kip714_auto_window",
     description="Open a 1 s kip714_troubleshoot window for the client a new finding names (opt-in)",
-    schedule=Asset(name=FINDINGS_ASSET_NAME, group="kip714"),  # as kip714_alerts
+    schedule=findings_asset(),  # as kip714_alerts
     start_date=datetime(2026, 1, 1, tzinfo=UTC),
     catchup=False,
     max_active_runs=1,  # one writer of auto_windows.json; the guardrails count what it holds
