@@ -24,7 +24,7 @@ from airflow.sdk import (
     task,
 )
 
-from airflow_provider_kip714.findings.alerts import ALERTS_VARIABLE, run_alerts
+from airflow_provider_kip714.findings.alerts import ALERTS_VARIABLE, RECONCILE_WINDOW, run_alerts
 from airflow_provider_kip714.findings.announce import findings_asset
 from airflow_provider_kip714.findings.store import LiveStore
 
@@ -44,14 +44,18 @@ with DAG(
     doc_md=__doc__,
 ) as dag:
 
-    @task
+    @task(inlets=[findings_asset()])
     def send_alerts() -> dict[str, Any]:
-        """Record the triggering findings as pending, then send what is pending (see findings/alerts.py)."""
+        """Record the triggering findings (and the asset's recent events) as pending, then send what is
+        pending (see findings/alerts.py)."""
+        context, now = get_current_context(), datetime.now(UTC)
+        recent = context["inlet_events"][findings_asset()].after((now - RECONCILE_WINDOW).isoformat())
         return run_alerts(
-            get_current_context(),
+            context,
             Variable.get(ALERTS_VARIABLE, default=None),
             LiveStore(),
-            datetime.now(UTC),
+            now,
+            recent_events={findings_asset(): list(recent)},
         )
 
     send_alerts()

@@ -55,6 +55,8 @@ ALERTS_VARIABLE: Final = "kip714_alerts"
 """The Airflow Variable (JSON) holding ``AlertSettings``."""
 CONTEXT_KEY: Final = "kip714_alert"
 """The context key under which a notifier's templates find the ``AlertMail``."""
+RECONCILE_WINDOW: Final = timedelta(hours=1)
+"""How far back each run also reads the findings asset's events (an event no run was triggered by)."""
 SENT_RETENTION: Final = timedelta(days=7)
 """How long a sent transition is remembered (an event re-delivered within it is not mailed again)."""
 TEXT_LIMIT: Final = 300
@@ -452,13 +454,21 @@ def run_alerts(
     store: LiveStore,
     now: datetime,
     channel_for: Callable[[AlertSettings], AlertChannel] = SmtpChannel,
+    recent_events: Mapping[Any, Sequence[Any]] | None = None,
 ) -> dict[str, Any]:
     """The ``kip714_alerts`` task: receive the triggering findings, then send what is pending.
 
-    A bad ``kip714_alerts`` Variable still lets the findings be recorded (with the default settings)
-    before the run fails on it, so fixing the Variable is enough for the next run to send them.
+    ``recent_events`` (the asset's events of the last ``RECONCILE_WINDOW``, read through the task's inlet)
+    are received too: Airflow may attach two events of one emitting task to different runs, or none, and
+    the ledger takes each transition once, so an event no run was triggered by is still mailed by the next
+    run (the timed ones included). A bad ``kip714_alerts`` Variable still lets the findings be recorded
+    (with the default settings) before the run fails on it, so fixing the Variable is enough for the next
+    run to send them.
     """
     findings, bad = findings_of_events(context.get("triggering_asset_events") or {})
+    if recent_events:
+        recent, recent_bad = findings_of_events(recent_events)
+        findings, bad = [*findings, *recent], bad + recent_bad
     problem: AlertConfigError | None = None
     try:
         settings = AlertSettings.from_json(settings_value)

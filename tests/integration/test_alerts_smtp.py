@@ -137,6 +137,25 @@ def test_a_finding_arrives_as_a_mail_naming_client_finding_and_severity(
     assert [(s["finding_id"], s["transition"]) for s in sent["sent"]] == [(finding.finding_id, "opened")]
 
 
+def test_an_event_no_run_was_triggered_by_is_sent_by_a_later_run_once(
+    sink: SmtpSink, store: LiveStore
+) -> None:
+    """Airflow may leave an event of the emitting task out of every consumer run: each run also reads the
+    asset's recent events (its inlet), and the ledger sends each transition once."""
+    first, orphan = (
+        make_finding(),
+        make_finding(client_id="orders-consumer-2", instance="AAAAAAAAAAAAAAAAAAAAAQ"),
+    )
+    run_alerts(context_of([first]), settings(), store, NOW)
+    recent = events([first.as_extra(), orphan.as_extra()])
+    timed = run_alerts({}, settings(), store, NOW + timedelta(minutes=10), recent_events=recent)
+    assert (timed["received"], timed["duplicates"], timed["mails"]) == (1, 1, 1)
+    again = run_alerts({}, settings(), store, NOW + timedelta(minutes=20), recent_events=recent)
+    assert again["mails"] == 0
+    mails = sink.wait_for(2)
+    assert len(mails) == 2 and "orders-consumer-2" in mails[1].subject
+
+
 def test_the_same_events_again_send_nothing_twice_and_resolved_is_its_own_mail(
     sink: SmtpSink, store: LiveStore
 ) -> None:
