@@ -53,7 +53,9 @@ def build_with_crate() -> None:
     installed = Path(spec.origin)
     if installed.name == "__init__.py":
         installed = next(installed.parent.glob("kip714_native*.so"))
-    shutil.copyfile(ROOT / "native" / "target" / "release" / "libkip714_native.so", installed)
+    staged = installed.with_name(installed.name + ".new")
+    shutil.copyfile(ROOT / "native" / "target" / "release" / "libkip714_native.so", staged)
+    os.replace(staged, installed)  # a new file: processes that loaded the old one keep it intact
 
 
 def chunks(records: int, chunk: int, points: int) -> list[object]:

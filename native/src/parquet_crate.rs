@@ -179,48 +179,78 @@ fn strings(group: &mut Group<'_>, level: &[Option<ByteArray>], runs: &[(u32, u32
     )
 }
 
+/// A map<string, string> column's two leaves, filled entry by entry (the crate takes every level).
+#[derive(Default)]
+struct MapLeaves {
+    reps: Vec<i16>,
+    key_defs: Vec<i16>,
+    value_defs: Vec<i16>,
+    keys: Vec<ByteArray>,
+    values: Vec<ByteArray>,
+}
+
+impl MapLeaves {
+    /// `count` rows holding an empty map.
+    fn empty(&mut self, count: usize) {
+        self.reps.extend(repeat_n(0, count));
+        self.key_defs.extend(repeat_n(1, count));
+        self.value_defs.extend(repeat_n(1, count));
+    }
+
+    fn entry(&mut self, first: bool, key: ByteArray, value: Option<ByteArray>) {
+        self.reps.push(i16::from(!first));
+        self.key_defs.push(2);
+        self.keys.push(key);
+        match value {
+            Some(value) => {
+                self.value_defs.push(3);
+                self.values.push(value);
+            }
+            None => self.value_defs.push(2),
+        }
+    }
+
+    fn write(self, group: &mut Group<'_>) -> Result<()> {
+        let (reps, keys, values) = (&self.reps, &self.keys, &self.values);
+        leaf(group, |column| {
+            typed::<ByteArrayType>(column).write_batch(keys, Some(&self.key_defs), Some(reps))?;
+            Ok(())
+        })?;
+        leaf(group, |column| {
+            typed::<ByteArrayType>(column).write_batch(
+                values,
+                Some(&self.value_defs),
+                Some(reps),
+            )?;
+            Ok(())
+        })
+    }
+}
+
 /// A map<string, string> column (two leaves) from map rows and runs of points.
 fn map(
     group: &mut Group<'_>,
     map: &MapColumn,
     runs: impl Iterator<Item = (u32, u32)>,
 ) -> Result<()> {
-    let (mut reps, mut key_defs, mut value_defs) = (Vec::new(), Vec::new(), Vec::new());
-    let (mut keys, mut values) = (Vec::new(), Vec::new());
+    let mut leaves = MapLeaves::default();
     for (row, count) in runs {
         let (first, last) = (
             map.offsets[row as usize] as usize,
             map.offsets[row as usize + 1] as usize,
         );
         if first == last {
-            reps.extend(repeat_n(0i16, count as usize));
-            key_defs.extend(repeat_n(1i16, count as usize));
-            value_defs.extend(repeat_n(1i16, count as usize));
+            leaves.empty(count as usize);
             continue;
         }
         for _ in 0..count {
             for entry in first..last {
-                reps.push(i16::from(entry != first));
-                key_defs.push(2);
-                keys.push(string_at(&map.keys, entry).unwrap_or_else(|| ByteArray::from(&b""[..])));
-                match string_at(&map.values, entry) {
-                    Some(value) => {
-                        value_defs.push(3);
-                        values.push(value);
-                    }
-                    None => value_defs.push(2),
-                }
+                let key = string_at(&map.keys, entry).unwrap_or_else(|| ByteArray::from(&b""[..]));
+                leaves.entry(entry == first, key, string_at(&map.values, entry));
             }
         }
     }
-    leaf(group, |column| {
-        typed::<ByteArrayType>(column).write_batch(&keys, Some(&key_defs), Some(&reps))?;
-        Ok(())
-    })?;
-    leaf(group, |column| {
-        typed::<ByteArrayType>(column).write_batch(&values, Some(&value_defs), Some(&reps))?;
-        Ok(())
-    })
+    leaves.write(group)
 }
 
 /// An all-null leaf of `rows` rows, flat or nested.
@@ -488,35 +518,16 @@ fn header_maps(group: &mut Group<'_>, sets: &[MapSet], index: &[u32]) -> Result<
                 .collect()
         })
         .collect();
-    let (mut reps, mut key_defs, mut value_defs) = (Vec::new(), Vec::new(), Vec::new());
-    let (mut keys, mut values) = (Vec::new(), Vec::new());
+    let mut leaves = MapLeaves::default();
     for &set in index {
         let entries = &arrays[set as usize];
         if entries.is_empty() {
-            reps.push(0i16);
-            key_defs.push(1i16);
-            value_defs.push(1i16);
+            leaves.empty(1);
             continue;
         }
         for (position, (key, value)) in entries.iter().enumerate() {
-            reps.push(i16::from(position != 0));
-            key_defs.push(2);
-            keys.push(key.clone());
-            match value {
-                Some(value) => {
-                    value_defs.push(3);
-                    values.push(value.clone());
-                }
-                None => value_defs.push(2),
-            }
+            leaves.entry(position == 0, key.clone(), value.clone());
         }
     }
-    leaf(group, |column| {
-        typed::<ByteArrayType>(column).write_batch(&keys, Some(&key_defs), Some(&reps))?;
-        Ok(())
-    })?;
-    leaf(group, |column| {
-        typed::<ByteArrayType>(column).write_batch(&values, Some(&value_defs), Some(&reps))?;
-        Ok(())
-    })
+    leaves.write(group)
 }
