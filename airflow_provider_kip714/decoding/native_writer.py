@@ -5,7 +5,7 @@ per million points, most of landing's cost (``docs/benchmarks.md``). ``kip714_na
 decodes the values and writes the same files (the same Parquet schema, encodings and statistics columns
 as ``telemetry/landing_zone.py::parquet_options``; the rows read back equal) with the GIL released, at
 about 0.18 s: columns that are constant over a record, a scope or a metric are written as runs, not
-value by value (``native/src/parquet.rs``).
+value by value (``native/src/parquet/``).
 
 It covers chunks whose records are all gauges and sums, nearly every chunk clients push. Headers and
 lineage are checked here first, exactly as ``fast_path.decode_fast`` checks them (those records are
