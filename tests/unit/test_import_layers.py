@@ -42,14 +42,6 @@ LAYERS: dict[str, int] = {
 }
 
 
-# Known type-only cycle, being broken on another branch (report/page.py imports ClientSection from
-# report/builder.py under TYPE_CHECKING; builder -> fleet_health -> page closes it). The lead removes
-# this entry when that branch merges; nothing else may be added here.
-KNOWN_TYPE_ONLY_EDGES: frozenset[tuple[str, str]] = frozenset(
-    {(f"{PROVIDER}.report.page", f"{PROVIDER}.report.builder")}
-)
-
-
 def _modules(root: Path, package: str) -> Iterator[tuple[str, Path]]:
     for path in sorted((root / package).rglob("*.py")):
         parts = path.relative_to(root).with_suffix("").parts
@@ -88,7 +80,6 @@ def _provider_graph() -> dict[str, set[str]]:
             t
             for t in imported
             if not any(other.startswith(f"{t}.") for other in imported)
-            and (name, t) not in KNOWN_TYPE_ONLY_EDGES
         }
     return graph
 
