@@ -95,7 +95,8 @@ def test_the_guardrail_reads_every_area_it_can_see_and_keeps_the_newest_row(
 
     _write_capabilities(tmp_path, [("apache-kafka-java", "org.apache.kafka.consumer.poll.idle", 1.0, old)])
     areas = visible_areas()
-    assert areas[0].root == tmp_path and len(areas) == 3
+    # live mode's area (the freshest), the scheduled one, then each troubleshooting run's
+    assert [area.root for area in areas[:2]] == [tmp_path / "live", tmp_path] and len(areas) == 4
     by_library = {(c.software_name, c.metric_name): c.points_per_push for c in load_capabilities_of(areas)}
     assert by_library == {
         ("librdkafka", metric): 9.0,
