@@ -16,10 +16,11 @@ Spark apps as clients of that long-running server instead of one ``spark-submit`
 
 from __future__ import annotations
 
+import json
 import os
 import re
-from collections.abc import Mapping
-from typing import Final
+from collections.abc import Iterable, Mapping
+from typing import Any, Final
 
 from airflow_provider_kip714.exceptions import Kip714Error
 
@@ -110,3 +111,25 @@ __all__ = [
     "spark_connect_conn_id",
     "window_cluster_conn_ids",
 ]
+
+
+def variable_settings(
+    value: object, variable: str, known: Iterable[str], error: type[Exception]
+) -> dict[str, Any] | None:
+    """A JSON-object Airflow Variable (its text, or the object): None when unset; ``error`` names the
+    Variable when it is not an object and the first unknown key (a misspelt setting must not be ignored)."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            raise error(f"{variable}: must be a JSON object") from None
+    if not isinstance(value, dict):
+        raise error(f"{variable}: must be a JSON object")
+    names = list(known)
+    unknown = sorted(set(value) - set(names))
+    if unknown:
+        shown = "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(unknown[0]))[:60]
+        raise error(f"{variable}.{shown}: is not a setting (settings: {', '.join(names)})")
+    return value

@@ -25,7 +25,6 @@ body; a link is kept only if it is an http(s) URL.
 from __future__ import annotations
 
 import html
-import json
 import logging
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -45,6 +44,7 @@ from airflow_provider_kip714.findings.store import (
     PendingAlert,
     SentAlert,
 )
+from airflow_provider_kip714.settings import variable_settings
 
 if TYPE_CHECKING:
     from airflow.sdk.bases.notifier import BaseNotifier
@@ -88,21 +88,9 @@ class AlertSettings:
     @classmethod
     def from_json(cls, body: object) -> AlertSettings:
         """Parse the Variable's value (a JSON object or its text); ``AlertConfigError`` names the field."""
-        if body is None or body == "":
+        body = variable_settings(body, ALERTS_VARIABLE, cls.__dataclass_fields__, AlertConfigError)
+        if body is None:
             return cls()
-        if isinstance(body, str):
-            try:
-                body = json.loads(body)
-            except ValueError:
-                raise AlertConfigError(f"{ALERTS_VARIABLE}: must be a JSON object") from None
-        if not isinstance(body, dict):
-            raise AlertConfigError(f"{ALERTS_VARIABLE}: must be a JSON object")
-        unknown = sorted(set(body) - set(cls.__dataclass_fields__))
-        if unknown:
-            raise AlertConfigError(
-                f"{ALERTS_VARIABLE}.{printable(unknown[0], 60)}: is not a setting "
-                f"(settings: {', '.join(cls.__dataclass_fields__)})"
-            )
         to = body.get("to", [])
         if isinstance(to, str):
             to = [part.strip() for part in to.replace(";", ",").split(",") if part.strip()]

@@ -21,7 +21,6 @@ triggered; the guardrails count those records.
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 from collections.abc import Sequence
@@ -34,7 +33,7 @@ from airflow_provider_kip714.contract.instance_id import to_kafka_form
 from airflow_provider_kip714.exceptions import Kip714Error
 from airflow_provider_kip714.findings.model import EXTRA_KEY, Finding, Transition
 from airflow_provider_kip714.findings.store import AutoWindow
-from airflow_provider_kip714.settings import scheduled_kafka_conn_id
+from airflow_provider_kip714.settings import scheduled_kafka_conn_id, variable_settings
 from airflow_provider_kip714.subscriptions.model import MIN_INTERVAL_MS
 from airflow_provider_kip714.troubleshooting.form import MAX_WINDOW_S, MIN_WINDOW_S, OPENED_BY_KEY
 from airflow_provider_kip714.troubleshooting.guardrails import Capability, check_window
@@ -72,21 +71,9 @@ class AutoWindowSettings:
 
     @classmethod
     def from_json(cls, body: object) -> AutoWindowSettings:
-        if body is None or body == "":
+        body = variable_settings(body, AUTO_WINDOWS_VARIABLE, cls.__dataclass_fields__, AutoWindowConfigError)
+        if body is None:
             return cls()
-        if isinstance(body, str):
-            try:
-                body = json.loads(body)
-            except ValueError:
-                raise AutoWindowConfigError(f"{AUTO_WINDOWS_VARIABLE}: must be a JSON object") from None
-        if not isinstance(body, dict):
-            raise AutoWindowConfigError(f"{AUTO_WINDOWS_VARIABLE}: must be a JSON object")
-        unknown = sorted(set(body) - set(cls.__dataclass_fields__))
-        if unknown:
-            raise AutoWindowConfigError(
-                f"{AUTO_WINDOWS_VARIABLE}.{printable(unknown[0], 60)}: is not a setting "
-                f"(settings: {', '.join(cls.__dataclass_fields__)})"
-            )
         defaults = cls()
         enabled = body.get("enabled", defaults.enabled)
         if not isinstance(enabled, bool):
