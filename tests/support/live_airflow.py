@@ -40,6 +40,8 @@ from typing import Any, Final
 import httpx
 import psutil
 
+from tests.support.ports import free_port_in
+
 REPO_ROOT: Final = Path(__file__).resolve().parents[2]
 DAGS: Final = REPO_ROOT / "dags"
 ADMIN_USER: Final = "admin"
@@ -405,18 +407,8 @@ def live_airflow_for(
 
 
 def api_port() -> int:
-    """A free port on 127.0.0.1: from ``LIVE_AIRFLOW_PORTS`` (``low-high``) when set (a shared machine
-    where each user has a range), else any the kernel offers."""
-    from kip714_dev.local_kafka.ports import free_ports, port_is_free
-
-    span = os.environ.get("LIVE_AIRFLOW_PORTS", "")
-    if not span:
-        return free_ports(1)[0]
-    low, _, high = span.partition("-")
-    for candidate in range(int(low), int(high) + 1):
-        if port_is_free(candidate):
-            return candidate
-    raise RuntimeError(f"no free port in LIVE_AIRFLOW_PORTS={span}")
+    """A free port on 127.0.0.1 for the API server (``LIVE_AIRFLOW_PORTS`` ``low-high`` when set)."""
+    return free_port_in("LIVE_AIRFLOW_PORTS")
 
 
 def live_environment(home: Path, dags_folder: Path, port: int, passwords: Path) -> dict[str, str]:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import email
 import email.policy
-import os
 import threading
 import time
 from collections.abc import Iterator
@@ -22,6 +21,8 @@ from email.message import EmailMessage
 from typing import Any
 
 from aiosmtpd.controller import Controller
+
+from tests.support.ports import free_port_in
 
 PORT_RANGE_ENV = "KIP714_TEST_SMTP_PORTS"
 """``low-high``: the ports a shared machine gives this user (any free port when unset)."""
@@ -102,13 +103,4 @@ class SmtpSink:
 
 def free_port() -> int:
     """A free port on 127.0.0.1, from ``KIP714_TEST_SMTP_PORTS`` when set."""
-    from kip714_dev.local_kafka.ports import free_ports, port_is_free
-
-    span = os.environ.get(PORT_RANGE_ENV, "")
-    if not span:
-        return free_ports(1)[0]
-    low, _, high = span.partition("-")
-    for candidate in range(int(low), int(high) + 1):
-        if port_is_free(candidate):
-            return candidate
-    raise RuntimeError(f"no free port in {PORT_RANGE_ENV}={span}")
+    return free_port_in(PORT_RANGE_ENV)
