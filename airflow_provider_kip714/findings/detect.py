@@ -72,9 +72,10 @@ def transitions(
 
 
 def _rows(frame: pd.DataFrame | None) -> list[dict[str, Any]]:
+    """The rows as dicts, a missing value (NaN, NaT) as None: an absent label is no label, not "nan"."""
     if frame is None or frame.empty:
         return []
-    return frame.to_dict("records")
+    return frame.astype(object).where(frame.notna(), None).to_dict("records")
 
 
 def _number(value: object) -> float | None:

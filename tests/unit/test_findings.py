@@ -147,3 +147,18 @@ def test_each_transition_is_announced_once_across_crashes(tmp_path: Path) -> Non
     later = _outlet()
     assert announce(store, later, already=held, link=None) == []
     assert later.asset_alias_events == [] and store.ledger().outbox == []
+
+
+def test_a_delivery_row_without_an_instance_is_no_client_finding() -> None:
+    """The broker's own delivery row (instances it knows that never pushed) has no instance id; pandas
+    reads it as NaN, which must not become a client called "nan"."""
+    broker_row = {
+        **{name: float("nan") for name in SLOW},
+        "status": "silent",
+        "silent_since": pd.Timestamp(NOW),
+        "hour_start": pd.Timestamp(NOW.replace(minute=0)),
+        "unseen_instances": 2,
+    }
+    tables = {"delivery": pd.DataFrame([broker_row, {**_tables(silent=True)["delivery"].iloc[0].to_dict()}])}
+    (finding,) = current_findings(tables)
+    assert finding.client.client_id == SLOW["client_id"]
