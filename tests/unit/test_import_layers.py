@@ -76,11 +76,7 @@ def _provider_graph() -> dict[str, set[str]]:
     for name, path in modules.items():
         imported = {target for target in _imports(path, name) if target in modules and target != name}
         # ``from pkg import submodule``: the dependency is the submodule, not pkg/__init__
-        graph[name] = {
-            t
-            for t in imported
-            if not any(other.startswith(f"{t}.") for other in imported)
-        }
+        graph[name] = {t for t in imported if not any(other.startswith(f"{t}.") for other in imported)}
     return graph
 
 
