@@ -20,24 +20,19 @@ import signal
 import subprocess
 import sys
 import time
-import uuid
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka.admin import AdminClient, NewTopic
 from kip714_dev.demo.fleet import ClientFleet
-from kip714_dev.demo.fleet_client import ClientBehaviour, ClientSpec
 from kip714_dev.local_kafka.cluster import LocalKafkaCluster
 
 from airflow_provider_kip714.findings.model import FINDINGS_ASSET_NAME, Finding
 from airflow_provider_kip714.storage.data_root import troubleshoot_area
-from airflow_provider_kip714.subscriptions.admin import ClientMetricsAdmin
-from airflow_provider_kip714.subscriptions.kafka_python_config import to_kafka_python_kwargs
-from airflow_provider_kip714.subscriptions.model import Subscription
 from tests.support.live_airflow import LiveAirflow, live_airflow_for
+from tests.support.slowing_group import SlowingGroup
 from tests.support.smtp_sink import SmtpSink
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.slow, pytest.mark.timeout(2400)]
@@ -58,30 +53,9 @@ def story(
     if not kafka_cluster.plugin_loaded:
         pytest.skip("broker plugin jar not built: run `make plugin`")
     home = tmp_path_factory.mktemp("live-mode-airflow")
-    prefix = f"lm-{uuid.uuid4().hex[:6]}"
     config = kafka_cluster.client_config()
-    traffic = f"{prefix}-orders"
-    topics = AdminClient(config)
-    topics.create_topics([NewTopic(traffic, 3, 1)])[traffic].result(30)
-    admin = ClientMetricsAdmin(to_kafka_python_kwargs(config))
-    subscription = f"kip714-test-{prefix}"
-    admin.upsert(
-        Subscription.from_spec(
-            subscription,
-            metrics="org.apache.kafka.consumer.",
-            interval_ms=1000,
-            match=f"client_id={prefix}-.*",
-        )
-    )
-    group = f"{prefix}-audit"
-    specs = [
-        *(
-            ClientSpec(f"{prefix}-consumer-{n}", ClientBehaviour.STEADY_CONSUMER, traffic, group)
-            for n in (1, 2)
-        ),
-        ClientSpec(f"{prefix}-consumer-slow", ClientBehaviour.SLOW_CONSUMER, traffic, group),
-        ClientSpec(f"{prefix}-producer", ClientBehaviour.STEADY_PRODUCER, traffic, messages_per_s=30),
-    ]
+    group = SlowingGroup.start(config, "lm")
+    prefix, specs, admin = group.prefix, group.specs, group.admin
     host, port = spark_connect_server.url.removeprefix("sc://").split(":")
     with SmtpSink.start() as sink, ClientFleet(kafka_cluster.bootstrap_servers, specs, home / "fleet", 3000):
         env = {
@@ -112,8 +86,7 @@ def story(
                     api.unpause(dag_id)
                 yield {"airflow": airflow, "sink": sink, "prefix": prefix, "home": home, "admin": admin}
         finally:
-            admin.delete(subscription)
-            admin.close()
+            group.stop()
 
 
 def _finding_events(api: Any) -> list[dict[str, Any]]:

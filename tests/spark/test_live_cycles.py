@@ -10,7 +10,6 @@ go into a second zone gives the same hourly tables, row for row, as the zone liv
 from __future__ import annotations
 
 import time
-import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -19,20 +18,16 @@ import pandas as pd
 import pipeline
 import pyarrow.dataset as ds
 import pytest
-from confluent_kafka.admin import AdminClient, NewTopic
 from kip714_dev.demo.fleet import ClientFleet
-from kip714_dev.demo.fleet_client import ClientBehaviour, ClientSpec
 
 from airflow_provider_kip714.findings.model import FindingKind, Transition
 from airflow_provider_kip714.findings.store import LiveStore
 from airflow_provider_kip714.live.cycle import begin_cycle, detect
 from airflow_provider_kip714.live.settings import LiveSettings
 from airflow_provider_kip714.storage.data_root import live_area
-from airflow_provider_kip714.subscriptions.admin import ClientMetricsAdmin
-from airflow_provider_kip714.subscriptions.kafka_python_config import to_kafka_python_kwargs
-from airflow_provider_kip714.subscriptions.model import Subscription
 from airflow_provider_kip714.telemetry.landing import land_topic
 from spark_apps.package import DEFAULT_RULES
+from tests.support.slowing_group import SlowingGroup
 
 pytestmark = [pytest.mark.spark, pytest.mark.integration, pytest.mark.slow]
 
@@ -72,27 +67,9 @@ def live_run(kafka_cluster, spark, tmp_path_factory):  # type: ignore[no-untyped
     if not kafka_cluster.plugin_loaded:
         pytest.skip("broker plugin jar not built: run `make plugin`")
     root = tmp_path_factory.mktemp("live")
-    prefix = f"live-{uuid.uuid4().hex[:6]}"
     config = kafka_cluster.client_config()
-    traffic = f"{prefix}-orders"
-    topics = AdminClient(config)  # kept alive until the topic exists: a destroyed client fails its futures
-    topics.create_topics([NewTopic(traffic, 3, 1)])[traffic].result(30)
-    admin = ClientMetricsAdmin(to_kafka_python_kwargs(config))
-    subscription = f"kip714-test-{prefix}"
-    admin.upsert(
-        Subscription.from_spec(
-            subscription,
-            metrics="org.apache.kafka.consumer.",
-            interval_ms=1000,
-            match=f"client_id={prefix}-.*",
-        )
-    )
-    group = f"{prefix}-audit"
-    steady = [
-        ClientSpec(f"{prefix}-consumer-{n}", ClientBehaviour.STEADY_CONSUMER, traffic, group) for n in (1, 2)
-    ]
-    slow = ClientSpec(f"{prefix}-consumer-slow", ClientBehaviour.SLOW_CONSUMER, traffic, group)
-    producer = ClientSpec(f"{prefix}-producer", ClientBehaviour.STEADY_PRODUCER, traffic, messages_per_s=30)
+    group = SlowingGroup.start(config, "live")
+    prefix, steady, slow, producer = group.prefix, group.steady, group.slow, group.producer
     store = LiveStore(root)
     cycles = []
     fleet = ClientFleet(kafka_cluster.bootstrap_servers, [*steady, producer], root / "logs", 600)
@@ -109,8 +86,7 @@ def live_run(kafka_cluster, spark, tmp_path_factory):  # type: ignore[no-untyped
                 time.sleep(20)  # the slow consumer's last buckets leave the trailing window
                 cycles.append(_cycle(spark, config, kafka_cluster.telemetry_topic, root, store, number))
     finally:
-        admin.delete(subscription)
-        admin.close()
+        group.stop()
     ended = datetime.now(UTC)
     return {
         "root": root,
