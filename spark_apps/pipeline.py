@@ -143,7 +143,7 @@ def parse_chunks_from(text: str | None) -> dict[int, int] | None:
     except json.JSONDecodeError as err:
         raise SparkAppInputError("--chunks-from", f"must be JSON ({err.msg})", text) from err
     if not isinstance(loaded, dict) or not all(
-        str(k).isdigit() and isinstance(v, int) and not isinstance(v, bool) and v >= 0
+        str(k).isascii() and str(k).isdigit() and isinstance(v, int) and not isinstance(v, bool) and v >= 0
         for k, v in loaded.items()
     ):
         raise SparkAppInputError("--chunks-from", "must be a JSON object of partition -> offset >= 0", text)

@@ -56,6 +56,10 @@ class LiveSettings:
             history=duration(HISTORY_ENV, defaults.history, timedelta(days=7)),
             ui_base_url=environ.get(UI_BASE_URL_ENV, "").strip().rstrip("/") or None,
         )
+        if settings.ui_base_url is not None and not settings.ui_base_url.startswith(("http://", "https://")):
+            raise Kip714Error(
+                f"{UI_BASE_URL_ENV}: must be an http:// or https:// URL (the link findings carry)"
+            )
         bucket_seconds = settings.bucket.total_seconds()
         if bucket_seconds != int(bucket_seconds) or _SECONDS_PER_HOUR % int(bucket_seconds):
             raise Kip714Error(f"{BUCKET_ENV}: must divide one hour (e.g. 10s, 30s, 1m)")

@@ -6,6 +6,9 @@ provider's CLI and tasks show this error's one-line message as they show their o
 
 from __future__ import annotations
 
+SHOWN_VALUE_LIMIT = 200
+"""A refused value is quoted up to this many characters: the error stays one readable line."""
+
 
 class SparkAppInputError(ValueError):
     """An argument, rules file or input path breaks a rule; raised before any Spark job runs."""
@@ -14,5 +17,7 @@ class SparkAppInputError(ValueError):
         self.field = field
         self.rule = rule
         self.value = value
-        shown = "" if value is None else f" (got {value!r})"
+        text = repr(value)
+        text = text if len(text) <= SHOWN_VALUE_LIMIT else text[: SHOWN_VALUE_LIMIT - 1] + "…"
+        shown = "" if value is None else f" (got {text})"
         super().__init__(f"{field}: {rule}{shown}")

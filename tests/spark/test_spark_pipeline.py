@@ -52,9 +52,12 @@ def test_a_bad_flag_of_a_later_step_fails_before_any_step_runs(tmp_path: Path) -
     for bad in ("0", "9", "two"):
         with pytest.raises(SparkAppInputError, match="--concurrency"):
             pipeline.plan(_argv(FIXTURE, tmp_path / "out", "--concurrency", bad))
-    for bad_json in ('{"0": -1}', '["0"]', '{"p0": 3}', "{", '{"0": true}'):
+    for bad_json in ('{"0": -1}', '["0"]', '{"p0": 3}', "{", '{"0": true}', '{"\u0663": 1}', "x" * 10_000):
         with pytest.raises(SparkAppInputError, match="--chunks-from"):
             pipeline.plan(_argv(FIXTURE, tmp_path / "out", "--chunks-from", bad_json))
+    with pytest.raises(SparkAppInputError) as refused:
+        pipeline.plan(_argv(FIXTURE, tmp_path / "out", "--chunks-from", "x" * 10_000))
+    assert len(str(refused.value)) < 300  # one readable line, the value cut
     assert pipeline.plan(_argv(FIXTURE, tmp_path / "out", "--chunks-from", '{"3": 7}')).chunks_from == {3: 7}
     assert not (tmp_path / "out").exists()
 

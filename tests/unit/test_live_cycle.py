@@ -14,6 +14,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pandas as pd
+import pytest
 
 from airflow_provider_kip714.findings.model import Transition
 from airflow_provider_kip714.findings.store import CycleStart, LiveStore
@@ -126,3 +127,25 @@ def test_a_cycle_reads_new_chunks_of_every_partition_even_one_no_cycle_knew() ->
     assert _chunk_selected(name(1, 50, 60), selected)
     assert _chunk_selected(name(7, 0, 3), selected)  # a partition no cycle knew
     assert _chunk_selected("synthetic-part-0.parquet", selected)
+
+
+@pytest.mark.parametrize(
+    ("environ", "named"),
+    [
+        ({"KIP714_LIVE_LOOKBACK": "-3m"}, "KIP714_LIVE_LOOKBACK"),
+        ({"KIP714_LIVE_LOOKBACK": "nan"}, "KIP714_LIVE_LOOKBACK"),
+        ({"KIP714_LIVE_LOOKBACK": "\u0663m"}, "KIP714_LIVE_LOOKBACK"),
+        ({"KIP714_LIVE_LOOKBACK": "99999h"}, "KIP714_LIVE_LOOKBACK"),
+        ({"KIP714_LIVE_BUCKET": "7s"}, "KIP714_LIVE_BUCKET"),
+        ({"KIP714_LIVE_BUCKET": "<b>1s</b>"}, "KIP714_LIVE_BUCKET"),
+        ({"KIP714_LIVE_HISTORY": "0"}, "KIP714_LIVE_HISTORY"),
+        ({"KIP714_UI_BASE_URL": "javascript:alert(1)"}, "KIP714_UI_BASE_URL"),
+    ],
+)
+def test_a_bad_live_setting_is_refused_naming_the_variable(environ: dict[str, str], named: str) -> None:
+    from airflow_provider_kip714.exceptions import Kip714Error
+    from airflow_provider_kip714.live.settings import LiveSettings
+
+    with pytest.raises(Kip714Error) as refused:
+        LiveSettings.from_env(environ)
+    assert str(refused.value).startswith(named) and "\n" not in str(refused.value)
