@@ -30,12 +30,14 @@ class DeliveryScenario:
     steady: SyntheticClient
     killed: SyntheticClient
     closed: SyntheticClient
+    java_stopped: SyntheticClient
     gappy: SyntheticClient
     throttled: SyntheticClient
     slowed: SyntheticClient
     slowed_from: datetime
     killed_at: datetime
     closed_at: datetime
+    java_stopped_at: datetime
     gap: tuple[datetime, datetime]
     unseen_from: datetime
     start: datetime
@@ -55,6 +57,7 @@ def _broker_rows(scenario: DeliveryScenario) -> list[dict[str, object]]:
     for moment in push_times(start, end, offset_seconds=0).tolist():
         at = datetime.fromtimestamp(moment // NANOS, start.tzinfo)
         known = 4 + (at < scenario.killed_at + timedelta(seconds=60)) + (at < scenario.closed_at)
+        known += at < scenario.java_stopped_at + timedelta(seconds=60)
         known += at >= scenario.unseen_from
         base = {**BROKER, "resource_attributes": {"node_id": "1", "cluster_id": CLUSTER}, "time": moment}
         rows.append(
@@ -82,7 +85,9 @@ def _broker_rows(scenario: DeliveryScenario) -> list[dict[str, object]]:
 
 
 def write_delivery_scenario(root: str) -> DeliveryScenario:
-    """13:00-15:00, pushes every 10 s: a steady client; one killed at 13:20 (no terminating push); one
+    """13:00-15:00, pushes every 10 s: a steady client; a librdkafka client killed at 13:20 (no terminating
+    push, and librdkafka sends one on close); a Java client whose pushes stop at 13:25 (the Java client
+    sends no terminating push even on a clean close, so it has ended, not gone silent); one
     closed at 13:30 with a terminating push; one with no push 13:10-13:12; one the broker throttled twice
     at 13:40; one that pushes every 40 s from 14:50 (a throttled client keeps its slower cadence: its last
     push, 14:59:25, is 35 s before the end, more than 2.5 intervals but not 2.5 of its own gaps); from
@@ -93,11 +98,13 @@ def write_delivery_scenario(root: str) -> DeliveryScenario:
     killed_at, closed_at = DAY.replace(hour=13, minute=20), DAY.replace(hour=13, minute=30)
     gap = (DAY.replace(hour=13, minute=10), DAY.replace(hour=13, minute=12))
     unseen_from = DAY.replace(hour=13, minute=5)
-    steady, killed, closed = make_client(71), make_client(72, JAVA), make_client(73)
+    steady, killed, closed = make_client(71), make_client(72, LIBRDKAFKA), make_client(73)
+    java_stopped, java_stopped_at = make_client(77, JAVA), DAY.replace(hour=13, minute=25)
     gappy, throttled = make_client(74), make_client(75, LIBRDKAFKA)
     every = push_times(start, end)
     _pushes(writer, steady, every)
     _pushes(writer, killed, every[every < ns(killed_at)])
+    _pushes(writer, java_stopped, every[every < ns(java_stopped_at)])
     _pushes(writer, closed, every[every < ns(closed_at)])
     _pushes(writer, gappy, every[(every < ns(gap[0])) | (every >= ns(gap[1]))])
     _pushes(writer, throttled, every)
@@ -119,12 +126,14 @@ def write_delivery_scenario(root: str) -> DeliveryScenario:
         steady,
         killed,
         closed,
+        java_stopped,
         gappy,
         throttled,
         slowed,
         slowed_from,
         killed_at,
         closed_at,
+        java_stopped_at,
         gap,
         unseen_from,
         start,

@@ -65,6 +65,18 @@ def test_closed_client_is_ok_and_expected_only_until_its_terminating_push(delive
     assert row["landed_pushes"] == 181 and row["expected_pushes"] == 181  # 180 + its terminating push
 
 
+def test_a_java_client_whose_pushes_stop_has_ended_not_gone_silent(delivery_run):
+    """The Java client sends no terminating push even when closed cleanly: its stop is an end."""
+    scenario, _, rows = delivery_run
+    hours = _of(rows, scenario.java_stopped)
+    assert sorted(hours) == [13]  # expected no further after its last push
+    row = hours[13]
+    assert row["status"] == "ok" and row["silent_since"] is None
+    assert row["landed_pushes"] == row["expected_pushes"] == 150
+    last_push = scenario.java_stopped_at - timedelta(seconds=5)
+    assert row["reason"].startswith(f"ended at {last_push:%Y-%m-%dT%H:%M:%SZ}")
+
+
 def test_gap_is_flagged_in_its_hour_only(delivery_run):
     scenario, _, rows = delivery_run
     hours = _of(rows, scenario.gappy)
@@ -99,7 +111,7 @@ def test_instances_the_broker_knew_but_never_saw_push(delivery_run):
     first = unseen[13]
     assert (first["unseen_instances"], first["status"], first["broker_node_id"]) == (1, "silent", 1)
     assert first["silent_since"].replace(tzinfo=scenario.start.tzinfo) == scenario.unseen_from
-    assert "knew 7 client-metrics instances, 6 pushed" in first["reason"]
+    assert "knew 8 client-metrics instances, 7 pushed" in first["reason"]
     assert unseen[14]["unseen_instances"] == 1
 
 
