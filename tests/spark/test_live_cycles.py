@@ -82,9 +82,15 @@ def live_run(kafka_cluster, spark, tmp_path_factory):  # type: ignore[no-untyped
                 for number in range(CYCLES_WHILE_SLOW):
                     cycles.append(_cycle(spark, config, kafka_cluster.telemetry_topic, root, store, number))
             slow_stopped = datetime.now(UTC)
-            for number in range(CYCLES_WHILE_SLOW, CYCLES_WHILE_SLOW + CYCLES_AFTER):
-                time.sleep(20)  # the slow consumer's last buckets leave the trailing window
+            # Cycle on until the slow consumer's last pushes (its closing push included, which can open an
+            # episode of its own) have left the trailing window: a count of cycles alone depends on how
+            # fast the machine runs them (on CI, three cycles ended inside the lookback).
+            gone_from_window = slow_stopped + SETTINGS.lookback + SETTINGS.bucket * 3
+            number = CYCLES_WHILE_SLOW
+            while number < CYCLES_WHILE_SLOW + CYCLES_AFTER or datetime.now(UTC) < gone_from_window:
+                time.sleep(20)
                 cycles.append(_cycle(spark, config, kafka_cluster.telemetry_topic, root, store, number))
+                number += 1
     finally:
         group.stop()
     ended = datetime.now(UTC)
