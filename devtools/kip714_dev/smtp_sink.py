@@ -1,4 +1,5 @@
-"""A real SMTP server (aiosmtpd) on 127.0.0.1 that keeps every message it accepts, for the alert tests.
+"""A real SMTP server (aiosmtpd) on 127.0.0.1 that keeps every message it accepts: the alert tests' and the
+demo's mail server.
 
     with SmtpSink.start() as sink:
         ...  # point an Airflow SMTP connection at sink.port
@@ -22,7 +23,7 @@ from typing import Any
 
 from aiosmtpd.controller import Controller
 
-from tests.support.ports import free_port_in
+from kip714_dev.local_kafka.ports import free_port_in
 
 PORT_RANGE_ENV = "KIP714_TEST_SMTP_PORTS"
 """``low-high``: the ports a shared machine gives this user (any free port when unset)."""

@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 from dag_test_env import run_dag_test
+from kip714_dev.smtp_sink import SmtpSink
 
 from airflow_provider_kip714.findings.model import ClientIdentity, Finding, FindingKind, Severity
 from airflow_provider_kip714.findings.store import AlertLedger, LiveStore, PendingAlert
-from tests.support.smtp_sink import SmtpSink
 
 REPO = Path(__file__).resolve().parents[2]
 

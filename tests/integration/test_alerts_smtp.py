@@ -22,6 +22,7 @@ from airflow.sdk.api.datamodels._generated import (
 from airflow.sdk.bases.notifier import BaseNotifier
 from airflow.sdk.execution_time.comms import AssetEventDagRunReferenceResult
 from airflow.sdk.execution_time.context import TriggeringAssetEventsAccessor
+from kip714_dev.smtp_sink import SmtpSink, free_port
 
 from airflow_provider_kip714.findings.alerts import (
     AlertConfigError,
@@ -37,7 +38,6 @@ from airflow_provider_kip714.findings.model import (
     Severity,
 )
 from airflow_provider_kip714.findings.store import LiveStore
-from tests.support.smtp_sink import SmtpSink, free_port
 
 CONN_ID = "smtp_alerts"
 NOW = datetime(2026, 11, 27, 22, 10, tzinfo=UTC)

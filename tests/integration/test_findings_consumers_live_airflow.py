@@ -24,13 +24,13 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from kip714_dev.smtp_sink import SmtpSink
 
 from airflow_provider_kip714.contract.selectors import compile_pattern
 from airflow_provider_kip714.findings.model import ClientIdentity, Finding, FindingKind, Severity
 from airflow_provider_kip714.findings.store import LiveStore
 from airflow_provider_kip714.troubleshooting.request import TroubleshootingRequest
 from tests.support.live_airflow import AirflowApi, LiveAirflow
-from tests.support.smtp_sink import SmtpSink
 
 REPO = Path(__file__).resolve().parents[2]
 EMITTER = "kip714_test_findings_emitter"

@@ -28,12 +28,12 @@ from typing import Any
 import pytest
 from kip714_dev.demo.fleet import ClientFleet
 from kip714_dev.local_kafka.cluster import LocalKafkaCluster
+from kip714_dev.smtp_sink import SmtpSink
 
 from airflow_provider_kip714.findings.model import FINDINGS_ASSET_NAME, Finding
 from airflow_provider_kip714.storage.data_root import troubleshoot_area
 from tests.support.live_airflow import LiveAirflow, live_airflow_for
 from tests.support.slowing_group import SlowingGroup
-from tests.support.smtp_sink import SmtpSink
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.slow, pytest.mark.timeout(2400)]
 

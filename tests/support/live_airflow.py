@@ -39,8 +39,7 @@ from typing import Any, Final
 
 import httpx
 import psutil
-
-from tests.support.ports import free_port_in
+from kip714_dev.local_kafka.ports import free_port_in
 
 REPO_ROOT: Final = Path(__file__).resolve().parents[2]
 DAGS: Final = REPO_ROOT / "dags"

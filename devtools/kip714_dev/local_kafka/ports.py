@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import socket
 from collections.abc import Mapping
 
@@ -47,3 +48,16 @@ def accepts_connections(port: int, host: str = LOOPBACK_HOST, timeout_s: float =
     with contextlib.suppress(OSError), socket.create_connection((host, port), timeout=timeout_s):
         return True
     return False
+
+
+def free_port_in(range_env: str) -> int:
+    """A free port on 127.0.0.1 for a server a test or the demo starts: from ``$range_env`` (``low-high``)
+    when set (a shared machine where each user has a range), else any free port the kernel offers."""
+    span = os.environ.get(range_env, "")
+    if not span:
+        return free_ports(1)[0]
+    low, _, high = span.partition("-")
+    for candidate in range(int(low), int(high) + 1):
+        if port_is_free(candidate):
+            return candidate
+    raise RuntimeError(f"no free port in {range_env}={span}")
