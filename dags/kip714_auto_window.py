@@ -27,8 +27,7 @@ from airflow_provider_kip714.troubleshooting.auto_window import (
     AUTO_WINDOWS_VARIABLE,
     TROUBLESHOOT_DAG_ID,
     AutoWindowSettings,
-    plan_windows,
-    prune,
+    open_windows,
 )
 from airflow_provider_kip714.troubleshooting.guardrails import load_capabilities_of, visible_areas
 
@@ -54,23 +53,8 @@ with DAG(
             )
             return []
         findings, bad = findings_of_events(get_current_context()["triggering_asset_events"])
-        store = LiveStore()
         now = datetime.now(UTC)
-        history = prune(store.auto_windows(), now)
-        plans = plan_windows(findings, settings, history, load_capabilities_of(visible_areas()), now)
-        for refusal in plans.refusals:
-            print(
-                f"KIP714_AUTO_WINDOW refused {refusal.finding_id} {refusal.guardrail}: {refusal.reason}",
-                flush=True,
-            )
-        new = [window.record for window in plans.windows if window.new]
-        if new:
-            store.write_auto_windows([*history, *new])
-        for window in plans.windows:
-            print(
-                f"KIP714_AUTO_WINDOW opening {window.run_id} for {window.record.client_instance_ids}",
-                flush=True,
-            )
+        plans = open_windows(LiveStore(), findings, settings, load_capabilities_of(visible_areas()), now)
         print(
             f"{len(findings)} finding(s), {bad} bad event(s), {len(plans.windows)} window(s) to open",
             flush=True,

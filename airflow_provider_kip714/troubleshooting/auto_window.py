@@ -32,10 +32,11 @@ from airflow_provider_kip714.contract.client_text import printable
 from airflow_provider_kip714.contract.instance_id import to_kafka_form
 from airflow_provider_kip714.exceptions import Kip714Error
 from airflow_provider_kip714.findings.model import EXTRA_KEY, Finding, Transition
-from airflow_provider_kip714.findings.store import AutoWindow
+from airflow_provider_kip714.findings.store import AutoWindow, LiveStore
 from airflow_provider_kip714.settings import scheduled_kafka_conn_id, variable_settings
+from airflow_provider_kip714.subscriptions.duration import parse_duration
 from airflow_provider_kip714.subscriptions.model import MIN_INTERVAL_MS
-from airflow_provider_kip714.troubleshooting.form import MAX_WINDOW_S, MIN_WINDOW_S, OPENED_BY_KEY
+from airflow_provider_kip714.troubleshooting.form import BUCKETS, MAX_WINDOW_S, MIN_WINDOW_S, OPENED_BY_KEY
 from airflow_provider_kip714.troubleshooting.guardrails import Capability, check_window
 
 log = logging.getLogger(__name__)
@@ -258,9 +259,19 @@ def _conf(
         "metrics": metrics,
         "interval_ms": settings.interval_ms,
         "window_seconds": settings.window_minutes * 60,
+        "bucket": bucket_for(settings.interval_ms),
         "min_clients": 1,
         OPENED_BY_KEY: finding.as_extra()[EXTRA_KEY],
     }
+
+
+def bucket_for(interval_ms: int) -> str:
+    """The finest rollup bucket that holds at least one push: the window's charts at its own resolution
+    (1 s pushes, 1 s buckets), not the form's 10 s default."""
+    for bucket in BUCKETS:
+        if parse_duration(bucket, "bucket").total_seconds() * 1000 >= interval_ms:
+            return bucket
+    return BUCKETS[-1]
 
 
 def plan_windows(
@@ -281,6 +292,29 @@ def plan_windows(
                 opened.append(decision.record)
         else:
             plans.refusals.append(decision)
+    return plans
+
+
+def open_windows(
+    store: LiveStore,
+    findings: Sequence[Finding],
+    settings: AutoWindowSettings,
+    capabilities: Sequence[Capability],
+    now: datetime,
+) -> Plans:
+    """``plan_windows`` against the recorded windows, with every new window recorded before it is
+    triggered (the guardrails count the records); one log line per refusal and per window."""
+    history = prune(store.auto_windows(), now)
+    plans = plan_windows(findings, settings, history, capabilities, now)
+    for refusal in plans.refusals:
+        log.info(
+            "KIP714_AUTO_WINDOW refused %s %s: %s", refusal.finding_id, refusal.guardrail, refusal.reason
+        )
+    new = [window.record for window in plans.windows if window.new]
+    if new:
+        store.write_auto_windows([*history, *new])
+    for window in plans.windows:
+        log.info("KIP714_AUTO_WINDOW opening %s for %s", window.run_id, window.record.client_instance_ids)
     return plans
 
 

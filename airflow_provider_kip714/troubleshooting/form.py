@@ -29,7 +29,7 @@ OPENED_BY_KEY: Final = "opened_by_finding"
 """The field ``kip714_auto_window`` fills with the finding (``Finding.as_extra()["finding"]``) that opened
 the window; empty for a window opened by hand."""
 DEFAULT_METRICS: Final = (KAFKA_PREFIX,)
-BUCKETS: Final = ("5s", "10s", "15s", "30s", "1m", "5m")
+BUCKETS: Final = ("1s", "5s", "10s", "15s", "30s", "1m", "5m")
 THRESHOLD_FIELDS: Final = ("signal", "avg", "max", "min", "last", "p95", "p99", "rate_per_second")
 """Rollup columns a form threshold may watch (a subset of the anomalies app's ``RULE_FIELDS``)."""
 MIN_WINDOW_S: Final = 10

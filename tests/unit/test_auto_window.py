@@ -16,6 +16,8 @@ from airflow_provider_kip714.troubleshooting.auto_window import (
     AutoWindowSettings,
     Refusal,
     WindowPlan,
+    bucket_for,
+    open_windows,
     plan_window,
     plan_windows,
     prune,
@@ -71,6 +73,7 @@ def test_an_opened_finding_gets_a_1s_window_for_exactly_its_client_and_its_libra
     assert isinstance(plan, WindowPlan)
     conf = plan.conf
     assert conf["interval_ms"] == 1000 and conf["window_seconds"] == 600 and conf["min_clients"] == 1
+    assert conf["bucket"] == "1s"  # charted at the window's own resolution
     assert conf["metrics"] == [
         "org.apache.kafka.consumer.fetch.manager.fetch.latency.avg",
         "org.apache.kafka.consumer.poll.idle.ratio",
@@ -86,6 +89,11 @@ def test_an_opened_finding_gets_a_1s_window_for_exactly_its_client_and_its_libra
     request = TroubleshootingRequest.from_params(conf)
     assert request.match == (f"client_instance_id={re.escape(instance(1))}",)
     assert request.opened_by_finding == finding(1).as_extra()["finding"]
+
+
+@pytest.mark.parametrize(("interval_ms", "bucket"), [(100, "1s"), (1000, "1s"), (1001, "5s"), (60_000, "1m")])
+def test_the_window_bucket_is_the_finest_that_holds_one_push(interval_ms: int, bucket: str) -> None:
+    assert bucket_for(interval_ms) == bucket
 
 
 def test_a_hex_instance_id_is_selected_in_kafkas_form() -> None:
@@ -159,6 +167,19 @@ def test_records_round_trip_through_the_live_store(tmp_path: object) -> None:
     store.write_auto_windows([w.record for w in plans.windows])
     assert store.auto_windows() == [w.record for w in plans.windows]
     assert prune(store.auto_windows(), NOW + timedelta(days=8)) == []
+
+
+def test_open_windows_records_each_new_window_once_and_counts_the_records(tmp_path: object) -> None:
+    """What kip714_auto_window's task runs: the record is written before the trigger, and a second run
+    (a retry, or the same finding again) records nothing new and is refused by the cool-down or replayed."""
+    store = LiveStore(tmp_path)  # type: ignore[arg-type]
+    first = open_windows(store, [finding(1), finding(2)], ON, CAPABILITIES, NOW)
+    assert [w.new for w in first.windows] == [True, True]
+    assert store.auto_windows() == [w.record for w in first.windows]
+    again = open_windows(store, [finding(1), finding(3)], ON, CAPABILITIES, NOW + timedelta(minutes=1))
+    assert [w.new for w in again.windows] == [False]  # finding 1's window, triggered again
+    assert [r.guardrail for r in again.refusals] == ["max_open"]  # two are open already
+    assert len(store.auto_windows()) == 2
 
 
 @pytest.mark.parametrize(
