@@ -176,7 +176,7 @@ def _plugin_errors(frame: pd.DataFrame | None) -> Iterable[Finding]:
             severity=Severity.CRITICAL if row.get("plugin_failing") else Severity.WARNING,
             since=_time(row["bucket_start"]),
             summary=(
-                f"broker {node}: {_shown(errors)} plugin export errors "
+                f"{_shown(errors)} plugin export errors "
                 f"(error ratio {_shown(_number(row.get('plugin_error_ratio')))})"
             ),
             broker_node_id=None if node is None else int(node),
