@@ -1,5 +1,6 @@
-"""The demo's Spark Connect server (``kip714_dev.demo.spark_server``): idle CPU class, DAG connection,
-a warm-up run on pushes landed from real Kafka, and nothing left running afterwards."""
+"""The demo's Spark Connect server (``kip714_dev.demo.spark_server``): idle CPU class until live mode
+starts, the DAGs' connection, the pipeline run on pushes landed from real Kafka (what a live cycle runs),
+and nothing left running afterwards."""
 
 from __future__ import annotations
 
@@ -16,8 +17,10 @@ from kip714_dev.demo.spark_server import CONN_ID, DemoSparkServer
 from kip714_dev.local_spark import connect
 from telemetry_helpers import client_headers, create_topic, produce_records, producer_like_payload
 
+from spark_apps.package import application_args
 
-def test_the_demos_server_runs_idle_and_warms_on_what_was_landed(
+
+def test_the_demos_server_runs_idle_then_analyses_what_was_landed(
     tmp_path: Path, kafka_cluster, monkeypatch: pytest.MonkeyPatch
 ) -> None:  # type: ignore[no-untyped-def]
     bootstrap = kafka_cluster.bootstrap_servers
@@ -31,9 +34,10 @@ def test_the_demos_server_runs_idle_and_warms_on_what_was_landed(
     ]
     produce_records(config, topic, records, timestamp_ms=now_ns // 10**6)
     kip714 = str(Path(sys.executable).parent / "kip714")
-    server = DemoSparkServer(
-        tmp_path, [kip714, "telemetry", "land", "--bootstrap-server", bootstrap, "--topic", topic]
-    )
+    landing, analytics = tmp_path / "landing", tmp_path / "analytics"
+    land = [kip714, "telemetry", "land", "--bootstrap-server", bootstrap, "--topic", topic, "--out"]
+    subprocess.run([*land, str(landing)], check=True, capture_output=True, timeout=120)
+    server = DemoSparkServer(tmp_path)
 
     server.start()
     try:
@@ -48,18 +52,18 @@ def test_the_demos_server_runs_idle_and_warms_on_what_was_landed(
         )
         assert "SCHED_IDLE" in policy.stdout  # the fleet and the broker come first
 
-        server.warm_until(since=since, deadline=time.monotonic())  # the first run always runs, then it stops
-        summary = server.summary()
-        server.to_normal_priority()  # the DAGs' analytics: every thread of the JVM, not just its first
+        server.to_normal_priority()  # live mode and the DAGs: every thread of the JVM, not just its first
+        until = datetime.now(UTC).replace(microsecond=0) + timedelta(seconds=1)
+        args = application_args(str(landing), str(analytics), since.isoformat(), until.isoformat(), "10s")
+        server.run_app("pipeline", args, tmp_path / "pipeline.log")
         threads = list(Path(f"/proc/{server.state.pid}/task").iterdir())
         policies = {_policy(int(thread.name)) for thread in threads}
     finally:
         server.stop()
 
-    assert server.error is None, summary
-    assert len(server.walls) == 1, summary
-    rollups = pq.read_table(tmp_path / "spark-warmup" / "analytics" / "rollups")
-    assert rollups.num_rows > 0  # the warm-up analysed the landed pushes, not an empty folder
+    assert server.error is None
+    rollups = pq.read_table(analytics / "rollups")
+    assert rollups.num_rows > 0  # the run analysed the landed pushes, not an empty folder
     assert connect.status(server.root) is None
     assert len(threads) > 20 and policies - {"gone"} == {"SCHED_OTHER"}, policies  # "gone": a thread ended
 

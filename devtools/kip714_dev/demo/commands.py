@@ -32,9 +32,17 @@ def kip714_path() -> str:
     return str(Path(sys.executable).parent / "kip714")
 
 
+SHOWN_CHARS = 400
+"""A task log line or command echoed by the demo is cut here (a window's conf names 20+ metrics)."""
+
+
+def _cut(text: str) -> str:
+    return text if len(text) <= SHOWN_CHARS else f"{text[:SHOWN_CHARS]} ... ({len(text)} characters)"
+
+
 def run_airflow(env: dict[str, str], *args: str, title: str) -> None:
     command = [str(Path(sys.executable).parent / "airflow"), *args]
-    print("  $ airflow " + " ".join(args), flush=True)
+    print(_cut("  $ airflow " + " ".join(args)), flush=True)
     process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     assert process.stdout is not None
     tail: list[str] = []
@@ -42,7 +50,7 @@ def run_airflow(env: dict[str, str], *args: str, title: str) -> None:
         tail = [*tail[-40:], line.rstrip()]
         shown = task_log_line(line)
         if shown:
-            print(f"  | {shown}", flush=True)
+            print(_cut(f"  | {shown}"), flush=True)
     if process.wait() != 0:
         print("\n".join(f"  ! {line}" for line in tail), flush=True)
         raise Kip714Error(f"{title} failed (exit {process.returncode}); its last log lines are above")

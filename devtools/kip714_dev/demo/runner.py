@@ -1,9 +1,10 @@
 """``kip714 demo``: the whole story on this machine, with embedded defaults and nothing to configure.
 
-Local Apache Kafka with the broker plugin, a fleet of real clients (two of them misbehaving), a
-troubleshooting window opened by ``kip714_troubleshoot`` (``airflow dags test``) aimed at the slow
-consumer, then ``kip714_rollups`` over the same period, a report, and proof that no subscription is
-left. Everything the demo starts, it stops; a second run starts from a clean slate by itself.
+Local Apache Kafka with the broker plugin, a fleet of real clients (some of them misbehaving), live mode
+finding the slow consumer within a minute and mailing it (``demo/live.py``), the troubleshooting window
+that finding opens (``kip714_troubleshoot`` through ``airflow dags test``), then ``kip714_rollups`` over
+the same period, a report, and proof that no subscription is left. Everything the demo starts, it
+stops; a second run starts from a clean slate by itself.
 """
 
 from __future__ import annotations
@@ -31,10 +32,12 @@ from airflow_provider_kip714.storage.data_root import (
 from airflow_provider_kip714.subscriptions.admin import ClientMetricsAdmin
 from airflow_provider_kip714.subscriptions.kafka_python_config import to_kafka_python_kwargs
 from airflow_provider_kip714.subscriptions.model import Subscription, parse_match
+from airflow_provider_kip714.troubleshooting.auto_window import WindowPlan
 from kip714_dev.airflow_standalone import airflow_environment
 from kip714_dev.demo.broker_failure import BrokerFailure, fail_a_broker_mid_window
-from kip714_dev.demo.commands import Steps, kip714_path, run_airflow, run_cli
+from kip714_dev.demo.commands import Steps, run_airflow, run_cli
 from kip714_dev.demo.fleet import DEMO_TELEMETRY_MAX_BYTES, ClientFleet, default_fleet, expected_pushers
+from kip714_dev.demo.live import LiveDemo, demo_mail_server, window_line
 from kip714_dev.demo.spark_server import DemoSparkServer
 from kip714_dev.demo.summary import print_findings, telemetry_seen
 from kip714_dev.demo.topology import demo_topology
@@ -51,6 +54,9 @@ LIBRDKAFKA_MATCH = "client_software_name=confluent-kafka-python"
 LACKED_PREFIX = "org.apache.kafka.producer.buffer."
 """The Java producer's buffer pool metrics: librdkafka has no such metric (the guardrail's case)."""
 SLOW_CONSUMER_MATCH = "demo-audit-consumer-.*"
+SLOW_CONSUMER = "demo-audit-consumer-slow"
+LIVE_TIMEOUT_S = 150
+"""Live mode cycles until it finds the slow consumer, at most this long (it took 2-3 cycles)."""
 KAFKA_DIR_NAME = "kafka"
 CLUSTER_BROKERS = 3
 
@@ -67,6 +73,9 @@ class DemoSettings:
     work_dir: Path
     warmup_s: int = 40
     window_s: int = 120
+    """The hand-opened window's length (the cluster topology, or when live mode found nothing)."""
+    auto_window_minutes: int = 1
+    """The window the slow consumer's finding opens (``kip714_auto_windows.window_minutes``)."""
     window_interval_ms: int = 1000
     fleet_interval_ms: int = 5000
     standing_interval_ms: int = 5000
@@ -158,7 +167,7 @@ class DemoRun:
 
     def __init__(self, settings: DemoSettings) -> None:
         self.settings = settings
-        self.steps = Steps(total=11)
+        self.steps = Steps(total=12)
         self.stack = ExitStack()
         work = self.work = settings.work_dir
         self.kafka_dir, self.data_dir, self.airflow_home = (
@@ -171,6 +180,7 @@ class DemoRun:
         self.fleet_window: str | None = None
         self.spark_server: DemoSparkServer | None = None
         self.failure: BrokerFailure | None = None
+        self.auto_window: WindowPlan | None = None
         self.env: dict[str, str] = {}
         self.fleet_started = datetime.now(UTC)
 
@@ -183,7 +193,7 @@ class DemoRun:
         try:
             for step in (
                 self.prepare, self.start_kafka, self.place_parts, self.subscribe, self.start_fleet,
-                self.airflow_database, self.troubleshoot, self.hourly_rollups, self.guardrail,
+                self.live_mode, self.airflow_database, self.troubleshoot, self.hourly_rollups, self.guardrail,
                 self.results, self.clean_up,
             ):  # fmt: skip
                 step()
@@ -207,9 +217,7 @@ class DemoRun:
         settings = self.settings
         with self.steps.step(f"Topology: {settings.topology} (where each part runs)"):
             if settings.spark_connect:  # its JVM boots while the fleet starts
-                self.spark_server = DemoSparkServer(
-                    self.work, [kip714_path(), "telemetry", "land", "--bootstrap-server", self.bootstrap]
-                )
+                self.spark_server = DemoSparkServer(self.work)
                 self.spark_server.start()
                 self.stack.callback(self.spark_server.stop)
             topology = self.stack.enter_context(
@@ -277,29 +285,24 @@ class DemoRun:
             )
             fleet.start()
             _wait_for_fleet(self.bootstrap, expected_pushers(fleet.specs), self.fleet_started, timeout_s=90)
-            print(
-                f"  letting the fleet run {self.settings.warmup_s} s so there is history to compare against"
-            )
-            if self.spark_server is not None:
-                # before the window, not during it: Spark's load in the baseline period can only make
-                # the learned thresholds looser, in the window it shows up as the clients' latency
-                self.spark_server.warm_until(
-                    since=self.fleet_started, deadline=time.monotonic() + self.settings.warmup_s
-                )
-                print("  meanwhile: warming the Spark Connect server on the fleet's first pushes")
-            time.sleep(self.settings.warmup_s)
-            if self.spark_server is not None:
-                print(f"  {self.spark_server.summary()}")  # waits for a warm-up run still going
-                self.spark_server.to_normal_priority()
+            if self.spark_server is None:  # else live mode's cycles run meanwhile (next steps)
+                warmup = self.settings.warmup_s
+                print(f"  letting the fleet run {warmup} s so there is history to compare against")
+                time.sleep(self.settings.warmup_s)
             if dead := fleet.check_alive():
                 raise Kip714Error(
                     f"clients exited early: {', '.join(dead)} (logs in {self.work / 'fleet-logs'})"
                 )
-            for client_id, pid in fleet.killed():
-                print(f"  {client_id} (pid {pid}) was killed with SIGKILL: no terminating push", flush=True)
+            self._say_who_was_killed()
+
+    def _say_who_was_killed(self) -> None:
+        """The clients that SIGKILLed themselves by now (the killed producer does after 60 s)."""
+        assert self.fleet is not None
+        for client_id, pid in self.fleet.killed():
+            print(f"  {client_id} (pid {pid}) was killed with SIGKILL: no terminating push", flush=True)
 
     def airflow_database(self) -> None:
-        with self.steps.step("Airflow metadata database (SQLite), created during the warm-up"):
+        with self.steps.step("Airflow metadata database (SQLite), created meanwhile"):
             if self.migrate.wait(timeout=300) != 0:
                 tail = self.migrate_log.read_text(errors="replace").splitlines()[-30:]
                 print("\n".join(f"  ! {line}" for line in tail), flush=True)
@@ -308,16 +311,48 @@ class DemoRun:
                 )
             print(f"  airflow db migrate: done ({self.migrate_log})")
 
+    def live_mode(self) -> None:
+        with self.steps.step("Live mode: findings within a minute, mailed, and a window that opens itself"):
+            if self.spark_server is None or self.cluster is None:
+                print("  (live mode runs on the single topology's Spark Connect server: skipped here)")
+                return
+            self.spark_server.to_normal_priority()
+            sink = self.stack.enter_context(demo_mail_server())
+            print(f"  the demo's SMTP server: 127.0.0.1:{sink.port}; kip714_alerts mails oncall@localhost")
+            live = LiveDemo(
+                self.bootstrap,
+                self.cluster.telemetry_topic,
+                self.spark_server,
+                self.work,
+                SLOW_CONSUMER,
+                DEMO_TELEMETRY_MAX_BYTES,
+                sink,
+            )
+            history_until = self.fleet_started + timedelta(seconds=self.settings.warmup_s)
+            finding = live.until_target_found(LIVE_TIMEOUT_S, history_until)
+            if finding is None:
+                print(f"  live mode found no anomaly of {SLOW_CONSUMER} within {LIVE_TIMEOUT_S} s")
+                return
+            self._say_who_was_killed()
+            self.auto_window = live.open_window(finding, self.settings.auto_window_minutes)
+            if self.auto_window is not None:
+                print(f"  {window_line(finding, self.auto_window)}", flush=True)
+
     def troubleshoot(self) -> None:
-        settings = self.settings
-        with self.steps.step(f"kip714_troubleshoot on the slow consumer ({settings.window_s} s window)"):
+        settings, auto = self.settings, self.auto_window
+        title = (
+            f"kip714_troubleshoot: the window the finding opened ({auto.conf['window_seconds']} s at 1 s)"
+            if auto is not None
+            else f"kip714_troubleshoot on the slow consumer's group, opened by hand ({settings.window_s} s)"
+        )
+        with self.steps.step(title):
             if self.spark_server is not None:
                 self.env.update(self.spark_server.airflow_env())
             if settings.topology == "cluster":
                 assert self.cluster is not None
                 admin = self.stack.enter_context(_admin(self.bootstrap))
                 _failing, self.failure = fail_a_broker_mid_window(self.cluster, admin, settings.window_s)
-            conf = json.dumps(troubleshoot_conf(settings))
+            conf = json.dumps(auto.conf if auto is not None else troubleshoot_conf(settings))
             run_airflow(
                 self.env, "dags", "test", "kip714_troubleshoot", "-c", conf, title="kip714_troubleshoot"
             )
