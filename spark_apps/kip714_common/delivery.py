@@ -12,11 +12,12 @@ Status of an instance-hour, first match wins:
   interval, or the client's last gap between two pushes when that is longer: a client the broker
   throttles keeps pushing, only more slowly, and is not silent for it. A client the broker switched off (Kafka
   >= 4.3.1 answers a push that is too large after decompression with INVALID_RECORD, and the Java client
-  then stops for good) and a client killed with SIGKILL both look like this. Not for a library that
-  never sends a terminating push on a clean close (``NO_TERMINATING_PUSH``: the Java client, whose
-  producer and consumer set the final push up and then shut their network thread down before sending
-  it): such an instance *ended* at its last landed push (``ended_without_terminating``), is expected
-  no further, and is never called silent, since a clean close and a crash look alike for it.
+  then stops for good) and a client killed with SIGKILL both look like this. Not for a client that
+  never sends a terminating push on a clean close (``NO_TERMINATING_PUSH``: the Java producer, whose
+  sender thread exits before it sends the final push; an instance that pushed no consumer metric): such
+  an instance *ended* at its last landed push (``ended_without_terminating``), is expected no further,
+  and is never called silent, since a clean close and a crash look alike for it. The Java consumer
+  does send its final push (docs/compatibility.md), so its silence is judged like librdkafka's.
 * ``throttled``: the broker's ``throttle.count`` for the instance grew in that hour.
 * ``gaps``: one gap between consecutive pushes exceeded ``GAP_AFTER`` intervals.
 * ``ok``.
@@ -33,6 +34,7 @@ from __future__ import annotations
 from kip714_common.broker_metric_names import BrokerMetric
 from kip714_common.cli import Interval
 from kip714_common.counters import increase_of
+from kip714_common.metric_names import normalise_metric_name
 from kip714_common.schemas import CLIENT_IDENTITY_COLUMNS
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
@@ -45,10 +47,14 @@ DEFAULT_INTERVAL_SECONDS = 300.0
 """KIP-714's default push interval, used when neither the header nor two pushes tell the interval."""
 HOUR = 3600
 NO_TERMINATING_PUSH = ("apache-kafka-java",)
-"""``client_software_name`` of libraries that send no terminating push when closed cleanly, so its absence
-says nothing. Measured on Java clients 3.7.2 to 4.4.0 (docs/compatibility.md): ``close()`` moves the
-reporter to TERMINATING_PUSH_NEEDED, then the network thread, having nothing else in flight, exits
-without sending it (apache/kafka ``ClientTelemetryReporter`` / ``Sender.run``)."""
+"""``client_software_name`` of libraries whose producer sends no terminating push when closed cleanly, so
+its absence says nothing. Measured with the 4.4.0 Java producer (docs/compatibility.md): ``close()``
+moves the reporter to TERMINATING_PUSH_NEEDED, then the sender thread, having nothing else in flight,
+exits without sending it (apache/kafka ``ClientTelemetryReporter`` / ``Sender.run``). The Java
+consumers 3.7.2 to 4.4.0 landed theirs on every broker 3.7.2 to 4.4.0 (the compatibility matrix of
+2026-12-05), so an instance that pushed consumer metrics is judged like any other."""
+CONSUMER_METRIC_PREFIX = normalise_metric_name("org.apache.kafka.consumer.", {})
+"""Names as the apps read them (normalised: ``consumer.``): an instance with one is a consumer."""
 
 
 def _seconds(timestamp: Column) -> Column:
@@ -64,6 +70,7 @@ def landed_pushes(points: DataFrame) -> DataFrame:
         F.max(F.coalesce(F.col("terminating"), F.lit(False))).alias("terminating"),
         F.max("push_interval_ms").alias("push_interval_ms"),
         F.first(who, ignorenulls=True).alias("who"),
+        F.max(F.col("metric_name").startswith(CONSUMER_METRIC_PREFIX)).alias("consumer_metrics"),
     )
 
 
@@ -87,6 +94,7 @@ def per_instance(pushes: DataFrame, interval: Interval, horizon_micros: int | No
         F.percentile_approx("gap_seconds", 0.5, 1000).alias("_median_gap"),
         F.max_by("gap_seconds", "push_time").alias("_last_gap"),
         F.max_by("who", "push_time").alias("who"),
+        F.max(F.coalesce(F.col("consumer_metrics"), F.lit(False))).alias("_consumer"),
     )
     interval_seconds = F.coalesce(
         F.when(F.col("_header_ms") > 0, F.col("_header_ms") / 1000.0),
@@ -104,7 +112,7 @@ def per_instance(pushes: DataFrame, interval: Interval, horizon_micros: int | No
     stopped = ~F.col("terminated") & (quiet > SILENT_AFTER * cadence)
     sends_no_terminating = F.coalesce(
         F.col("who.client_software_name").isin(*NO_TERMINATING_PUSH), F.lit(False)
-    )
+    ) & ~F.col("_consumer")
     return (
         instances.withColumn("interval_seconds", interval_seconds)
         .withColumn("ended_without_terminating", stopped & sends_no_terminating)
@@ -175,7 +183,10 @@ def instance_hours(instances: DataFrame, hourly: DataFrame, interval: Interval) 
         ),
     )
     joined = grid.join(hourly, ["client_instance_id", "hour_start"], "left")
-    expected = _expected_slots(F.col("hour_start")) + F.coalesce(F.col("_has_terminating"), F.lit(0))
+    # the final push is expected too: a terminating one, or the last push of an instance that ended (its
+    # expectation ends at that push, and the slots before it do not hold it)
+    final_push = F.coalesce(F.col("_has_terminating"), F.lit(0)) + ended_in_hour().cast("int")
+    expected = _expected_slots(F.col("hour_start")) + final_push
     return joined.withColumns(
         {
             "expected_pushes": expected.cast("long"),

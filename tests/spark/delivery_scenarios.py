@@ -21,6 +21,7 @@ from tests.support.synthetic_landing import (
 )
 
 METRIC = "org.apache.kafka.producer.record.queue.time.max"
+CONSUMER_METRIC = "org.apache.kafka.consumer.poll.idle.ratio.avg"
 CLUSTER = "synthetic-cluster"
 BROKER = {"record_type": "broker", "node_id": 1, "cluster_id": CLUSTER}
 
@@ -31,6 +32,7 @@ class DeliveryScenario:
     killed: SyntheticClient
     closed: SyntheticClient
     java_stopped: SyntheticClient
+    java_consumer_killed: SyntheticClient
     gappy: SyntheticClient
     throttled: SyntheticClient
     slowed: SyntheticClient
@@ -44,9 +46,9 @@ class DeliveryScenario:
     end: datetime
 
 
-def _pushes(writer: LandingWriter, client: SyntheticClient, times: np.ndarray) -> None:
+def _pushes(writer: LandingWriter, client: SyntheticClient, times: np.ndarray, metric: str = METRIC) -> None:
     values = np.full(times.shape, 5.0)
-    writer.write(series_table([client], METRIC, "gauge", None, {}, times[None, :], values[None, :]))
+    writer.write(series_table([client], metric, "gauge", None, {}, times[None, :], values[None, :]))
 
 
 def _broker_rows(scenario: DeliveryScenario) -> list[dict[str, object]]:
@@ -58,6 +60,7 @@ def _broker_rows(scenario: DeliveryScenario) -> list[dict[str, object]]:
         at = datetime.fromtimestamp(moment // NANOS, start.tzinfo)
         known = 4 + (at < scenario.killed_at + timedelta(seconds=60)) + (at < scenario.closed_at)
         known += at < scenario.java_stopped_at + timedelta(seconds=60)
+        known += at < scenario.java_stopped_at + timedelta(seconds=60)  # the killed Java consumer
         known += at >= scenario.unseen_from
         base = {**BROKER, "resource_attributes": {"node_id": "1", "cluster_id": CLUSTER}, "time": moment}
         rows.append(
@@ -87,7 +90,8 @@ def _broker_rows(scenario: DeliveryScenario) -> list[dict[str, object]]:
 def write_delivery_scenario(root: str) -> DeliveryScenario:
     """13:00-15:00, pushes every 10 s: a steady client; a librdkafka client killed at 13:20 (no terminating
     push, and librdkafka sends one on close); a Java client whose pushes stop at 13:25 (the Java client
-    sends no terminating push even on a clean close, so it has ended, not gone silent); one
+    producer sends no terminating push even on a clean close, so it has ended, not gone silent) and a
+    Java consumer killed at the same moment (the Java consumer does send one: it is silent); one
     closed at 13:30 with a terminating push; one with no push 13:10-13:12; one the broker throttled twice
     at 13:40; one that pushes every 40 s from 14:50 (a throttled client keeps its slower cadence: its last
     push, 14:59:25, is 35 s before the end, more than 2.5 intervals but not 2.5 of its own gaps); from
@@ -100,11 +104,13 @@ def write_delivery_scenario(root: str) -> DeliveryScenario:
     unseen_from = DAY.replace(hour=13, minute=5)
     steady, killed, closed = make_client(71), make_client(72, LIBRDKAFKA), make_client(73)
     java_stopped, java_stopped_at = make_client(77, JAVA), DAY.replace(hour=13, minute=25)
+    java_consumer_killed = make_client(78, JAVA)
     gappy, throttled = make_client(74), make_client(75, LIBRDKAFKA)
     every = push_times(start, end)
     _pushes(writer, steady, every)
     _pushes(writer, killed, every[every < ns(killed_at)])
     _pushes(writer, java_stopped, every[every < ns(java_stopped_at)])
+    _pushes(writer, java_consumer_killed, every[every < ns(java_stopped_at)], CONSUMER_METRIC)
     _pushes(writer, closed, every[every < ns(closed_at)])
     _pushes(writer, gappy, every[(every < ns(gap[0])) | (every >= ns(gap[1]))])
     _pushes(writer, throttled, every)
@@ -127,6 +133,7 @@ def write_delivery_scenario(root: str) -> DeliveryScenario:
         killed,
         closed,
         java_stopped,
+        java_consumer_killed,
         gappy,
         throttled,
         slowed,
@@ -145,6 +152,7 @@ def write_delivery_scenario(root: str) -> DeliveryScenario:
 
 STANDING = "org.apache.kafka.producer.request.latency.avg"
 WINDOW_METRIC = "org.apache.kafka.producer.record.queue.time.max"
+CONSUMER_METRIC = "org.apache.kafka.consumer.poll.idle.ratio.avg"
 
 
 @dataclass(frozen=True)

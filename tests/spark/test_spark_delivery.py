@@ -53,7 +53,8 @@ def test_killed_client_is_silent_since_its_last_push(delivery_run):
     assert hours[13]["landed_pushes"] == 120 and hours[13]["expected_pushes"] == 360
     assert (hours[14]["landed_pushes"], hours[14]["expected_pushes"]) == (0, 360)
     assert hours[13]["client_software_name"] == scenario.killed.software_name
-    assert summary.notes["silent"] == 2  # the killed client and the broker's unseen instances
+    # the killed client, the killed Java consumer and the broker's unseen instances
+    assert summary.notes["silent"] == 3
 
 
 def test_closed_client_is_ok_and_expected_only_until_its_terminating_push(delivery_run):
@@ -75,6 +76,17 @@ def test_a_java_client_whose_pushes_stop_has_ended_not_gone_silent(delivery_run)
     assert row["landed_pushes"] == row["expected_pushes"] == 150
     last_push = scenario.java_stopped_at - timedelta(seconds=5)
     assert row["reason"].startswith(f"ended at {last_push:%Y-%m-%dT%H:%M:%SZ}")
+
+
+def test_a_killed_java_consumer_is_silent(delivery_run):
+    """The Java consumer sends its terminating push on close (the compatibility matrix): without one, its
+    stop is a silence, as for librdkafka."""
+    scenario, _, rows = delivery_run
+    hours = _of(rows, scenario.java_consumer_killed)
+    last_push = scenario.java_stopped_at - timedelta(seconds=5)
+    for hour in (13, 14):
+        assert hours[hour]["status"] == "silent"
+        assert hours[hour]["silent_since"].replace(tzinfo=scenario.start.tzinfo) == last_push
 
 
 def test_gap_is_flagged_in_its_hour_only(delivery_run):
@@ -111,7 +123,7 @@ def test_instances_the_broker_knew_but_never_saw_push(delivery_run):
     first = unseen[13]
     assert (first["unseen_instances"], first["status"], first["broker_node_id"]) == (1, "silent", 1)
     assert first["silent_since"].replace(tzinfo=scenario.start.tzinfo) == scenario.unseen_from
-    assert "knew 8 client-metrics instances, 7 pushed" in first["reason"]
+    assert "knew 9 client-metrics instances, 8 pushed" in first["reason"]
     assert unseen[14]["unseen_instances"] == 1
 
 
