@@ -181,9 +181,11 @@ def session(remote: str | None) -> SparkSession:
     remote = remote or os.environ.get("SPARK_REMOTE") or None
     if remote is None:
         return get_session(APP_NAME)
-    from kip714_common.session import configure
+    from kip714_common.session import bound_connect_retries, configure
 
-    return configure(SparkSession.builder.remote(remote).getOrCreate())
+    spark = SparkSession.builder.remote(remote).getOrCreate()
+    bound_connect_retries(spark)
+    return configure(spark)
 
 
 def chains(planned: Sequence[tuple[str, list[str]]]) -> list[list[tuple[str, list[str]]]]:

@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pipeline
@@ -129,3 +130,28 @@ def test_connect_and_hadoop_answer_the_same_storage_questions(
     local["names"] = [sorted(names) for names in local["names"]]
     assert over_connect == local
     assert local["exists"] == [True, False] and local["names"][0] and local["size"][0] > 0
+
+
+def test_a_client_whose_server_is_gone_gives_up_within_a_minute(tmp_path: Path, spark) -> None:  # type: ignore[no-untyped-def]
+    """pyspark's default retries for at least 10 minutes against an unreachable server: a live cycle whose
+    server died stalled that long. The apps bound it (``CONNECT_RETRIES``: 18 s measured); a classic
+    session is left alone."""
+    from kip714_common.session import bound_connect_retries
+    from kip714_dev.local_kafka.ports import free_ports
+
+    bound_connect_retries(spark)  # a classic session: nothing to bound, and no error
+    nobody = f"sc://127.0.0.1:{free_ports(1)[0]}"
+    began = time.monotonic()
+    args = ["--input", str(FIXTURE), "--output", str(tmp_path / "out"), *WINDOW]
+    gone = subprocess.run(
+        connect_command("pipeline", args),
+        env={**os.environ, REMOTE_ENV: nobody},
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    waited = time.monotonic() - began
+    assert gone.returncode != 0
+    assert "RETRIES_EXCEEDED" in gone.stderr and "UNAVAILABLE" in gone.stderr  # it tried, then gave up
+    assert waited < 60, f"the client retried for {waited:.0f} s"
