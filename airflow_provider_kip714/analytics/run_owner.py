@@ -22,17 +22,17 @@ class RunOwner:
     run_id: str
 
 
-def write_run_owner(zone: RunArea, dag_id: str, run_id: str) -> None:
+def write_run_owner(area: RunArea, dag_id: str, run_id: str) -> None:
     """Record the DAG run that writes ``zone`` (idempotent)."""
-    zone.root.mkdir(parents=True, exist_ok=True)
+    area.root.mkdir(parents=True, exist_ok=True)
     # One small object, rewritten whole; a torn read is "unknown owner", which only narrows who sees it.
-    (zone.root / RUN_OWNER_FILE).write_text(json.dumps({"dag_id": dag_id, "run_id": run_id}))
+    (area.root / RUN_OWNER_FILE).write_text(json.dumps({"dag_id": dag_id, "run_id": run_id}))
 
 
-def read_run_owner(zone: RunArea) -> RunOwner | None:
+def read_run_owner(area: RunArea) -> RunOwner | None:
     """The recorded owner, or None when the file is missing or not what ``write_run_owner`` writes."""
     try:
-        data = json.loads((zone.root / RUN_OWNER_FILE).read_text())
+        data = json.loads((area.root / RUN_OWNER_FILE).read_text())
     except (OSError, ValueError):
         return None
     if not isinstance(data, dict):

@@ -23,16 +23,16 @@ MAP_COLUMNS = ("attributes", "resource_attributes")
 _PARTITIONING = ds.partitioning(pa.schema([("date", pa.string()), ("hour", pa.int32())]), flavor="hive")
 
 
-def table_path(zone: RunArea, table: str) -> StoragePath:
+def table_path(area: RunArea, table: str) -> StoragePath:
     """The folder of one of the apps' tables; any other name is refused (no path from a request)."""
     if table not in TABLES:
         raise ValueError(f"table: must be one of {TABLES}, got {table!r}")
-    return zone.table(table)
+    return area.table(table)
 
 
-def _dataset(zone: RunArea, table: str) -> ds.Dataset | None:
+def _dataset(area: RunArea, table: str) -> ds.Dataset | None:
     """The table's Parquet files on the data root's filesystem (local or object store); None if none."""
-    filesystem, where = arrow_location(table_path(zone, table))
+    filesystem, where = arrow_location(table_path(area, table))
     if filesystem.get_file_info(where).type != pafs.FileType.Directory:
         return None
     dataset = ds.dataset(
@@ -96,14 +96,14 @@ def _filter(names: list[str], equal: dict[str, str]) -> ds.Expression | bool | N
 
 
 def read_table(
-    zone: RunArea, table: str, columns: list[str] | None = None, equal: dict[str, str] | None = None
+    area: RunArea, table: str, columns: list[str] | None = None, equal: dict[str, str] | None = None
 ) -> pd.DataFrame:
     """A table as a DataFrame: timestamps in UTC, MAP columns as dicts; empty when nothing was written.
 
     ``columns`` and ``equal`` (column -> value) are pushed down to the Parquet scan, so a chart for one
     client reads only its row groups and columns, not the whole rollups table.
     """
-    dataset = _dataset(zone, table)
+    dataset = _dataset(area, table)
     if dataset is None:
         return pd.DataFrame(columns=columns or [])
     names = dataset.schema.names
@@ -125,9 +125,9 @@ def read_table(
     return frame
 
 
-def distinct_values(zone: RunArea, table: str, column: str, equal: dict[str, str] | None = None) -> list[str]:
+def distinct_values(area: RunArea, table: str, column: str, equal: dict[str, str] | None = None) -> list[str]:
     """Sorted distinct non-empty values of one column (only that column is read)."""
-    dataset = _dataset(zone, table)
+    dataset = _dataset(area, table)
     if dataset is None or column not in dataset.schema.names:
         return []
     condition = _filter(dataset.schema.names, equal or {})
@@ -137,19 +137,19 @@ def distinct_values(zone: RunArea, table: str, column: str, equal: dict[str, str
     return sorted(str(v) for v in pc.unique(values).to_pylist() if v)
 
 
-def client_metric_names(zone: RunArea) -> list[str]:
+def client_metric_names(area: RunArea) -> list[str]:
     """Distinct client metric names in the zone's rollups (empty when none were written)."""
-    return distinct_values(zone, "rollups", "metric_name", equal={"record_type": "client"})
+    return distinct_values(area, "rollups", "metric_name", equal={"record_type": "client"})
 
 
-def instance_attribute(zone: RunArea, table: str, key: str) -> dict[str, str]:
+def instance_attribute(area: RunArea, table: str, key: str) -> dict[str, str]:
     """``client_instance_id`` -> one of its resource attributes (a consumer's ``group_id``).
 
     Looked up by pyarrow in the MAP column, so a fleet's rows are not turned into Python dicts one by
     one (``read_table`` does that for whole MAP columns); the greatest value per instance wins
     (an instance's resource attributes do not change).
     """
-    dataset = _dataset(zone, table)
+    dataset = _dataset(area, table)
     if dataset is None or not {"client_instance_id", "resource_attributes"} <= set(dataset.schema.names):
         return {}
     data = dataset.to_table(columns=["client_instance_id", "resource_attributes"])

@@ -147,30 +147,30 @@ GROUP_COLUMN: Final = "group_id"
 """Added to the rollups read: the consumer group of each instance (``instance_attribute``)."""
 
 
-def read_rollups(zone: RunArea) -> pd.DataFrame:
+def read_rollups(area: RunArea) -> pd.DataFrame:
     """The client rows of the rollups with ``ROLLUP_COLUMNS`` and each instance's ``group_id``."""
-    rollups = read_table(zone, "rollups", columns=ROLLUP_COLUMNS)
+    rollups = read_table(area, "rollups", columns=ROLLUP_COLUMNS)
     if rollups.empty:
         return rollups.assign(**{GROUP_COLUMN: pd.Series(dtype=object)})
     rollups = rollups[rollups["record_type"] == "client"]
-    groups = instance_attribute(zone, "rollups", "group_id")
+    groups = instance_attribute(area, "rollups", "group_id")
     return rollups.assign(**{GROUP_COLUMN: rollups["client_instance_id"].map(groups)})
 
 
 def read_tables(
-    zone: RunArea, window: tuple[datetime, datetime] | None, selectors: Mapping[str, str]
+    area: RunArea, window: tuple[datetime, datetime] | None, selectors: Mapping[str, str]
 ) -> Tables:
-    rollups = read_rollups(zone)
+    rollups = read_rollups(area)
     rollups = _clip(rollups, "bucket_start", window, "bucket_end")
-    anomalies = _clip(read_table(zone, "anomalies"), "breach_start", window, "breach_end")
-    broker_clients = _clip(read_table(zone, "broker_client_metrics"), "bucket_start", window, "bucket_end")
-    delivery = fleet_health.clip_hours(read_table(zone, "delivery"), window)
+    anomalies = _clip(read_table(area, "anomalies"), "breach_start", window, "breach_end")
+    broker_clients = _clip(read_table(area, "broker_client_metrics"), "bucket_start", window, "bucket_end")
+    delivery = fleet_health.clip_hours(read_table(area, "delivery"), window)
     silent, _ = fleet_health.delivery_rows(delivery)
     return Tables(
         rollups=_selected(rollups, selectors),
-        thresholds=read_table(zone, "thresholds"),
+        thresholds=read_table(area, "thresholds"),
         anomalies=_selected(anomalies, selectors),
-        broker_metrics=_clip(read_table(zone, "broker_metrics"), "bucket_start", window, "bucket_end"),
+        broker_metrics=_clip(read_table(area, "broker_metrics"), "bucket_start", window, "bucket_end"),
         broker_clients=_selected(broker_clients, selectors),
         silent=_selected(silent, selectors) if not silent.empty else silent,
     )

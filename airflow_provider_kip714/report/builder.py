@@ -87,7 +87,7 @@ def _remove_tree(path: StoragePath) -> None:
 
 
 def build_report(
-    zone: RunArea,
+    area: RunArea,
     *,
     title: str | None = None,
     dag_id: str | None = None,
@@ -105,7 +105,7 @@ def build_report(
     become a band. ``match`` (KIP-714 ``selector=regex``) keeps only the targeted clients; broker health
     always covers the whole cluster. ``title`` defaults to ``report_title(dag_id, window, match)``.
     """
-    tables = read_tables(zone, window, match_map(match))
+    tables = read_tables(area, window, match_map(match))
     content = assemble(
         tables,
         max_plots=max_plots,
@@ -128,12 +128,12 @@ def build_report(
         charts_skipped=content.metrics.skipped,
         broker_rows=content.broker_rows,
         broker_chart=content.broker_chart,
-        fleet_sections=fleet_health.render_sections(zone, window, request),
+        fleet_sections=fleet_health.render_sections(area, window, request),
         palette=content.palette.as_json(),
         clients=content.identities,
     )
     text = render_page(head, body)
-    report_dir = zone.report
+    report_dir = area.report
     report_dir.mkdir(parents=True, exist_ok=True)
     if (report_dir / LEGACY_PLOTS_DIR).exists():
         _remove_tree(report_dir / LEGACY_PLOTS_DIR)

@@ -156,10 +156,10 @@ def broker_rows(broker_metrics: pd.DataFrame) -> list[dict[str, Any]]:
 
 
 def render_sections(
-    zone: RunArea, window: tuple[datetime, datetime] | None = None, request: Mapping[str, Any] | None = None
+    area: RunArea, window: tuple[datetime, datetime] | None = None, request: Mapping[str, Any] | None = None
 ) -> str:
     """The HTML of the three sections, for the report page."""
-    delivery = clip_hours(read_table(zone, "delivery"), window)
+    delivery = clip_hours(read_table(area, "delivery"), window)
     silent, others = delivery_rows(delivery)
     parts = ["<h2>Delivery</h2>"]
     if delivery.empty:
@@ -174,7 +174,7 @@ def render_sections(
         if not others.empty:
             parts.append(table(records(others), DELIVERY_COLUMNS, row_class="status"))
 
-    windows, clients = convergence_rows(read_table(zone, "convergence"))
+    windows, clients = convergence_rows(read_table(area, "convergence"))
     parts.append("<h2>Subscription convergence</h2>")
     if windows.empty:
         parts.append("<p class='muted'>No convergence table for this run.</p>")
@@ -183,7 +183,7 @@ def render_sections(
         parts.append(table(records(clients), CONVERGENCE_CLIENT_COLUMNS))
 
     prefixes = list((request or {}).get("metrics") or [])
-    rows, columns = capability_matrix(read_table(zone, "capabilities"), prefixes)
+    rows, columns = capability_matrix(read_table(area, "capabilities"), prefixes)
     parts.append("<h2>Capabilities per client library</h2>")
     warned = [str(m) for m in (request or {}).get("guardrail_warnings") or []]  # troubleshooting.form
     if warned:

@@ -66,9 +66,9 @@ def spark_environment() -> dict[str, str]:
     }
 
 
-def analytics_asset(zone: RunArea, table: str) -> Asset:
+def analytics_asset(area: RunArea, table: str) -> Asset:
     """The Asset of one analytics table of the scheduled zone (``rollups``, ``anomalies``, ...)."""
-    return Asset(name=f"kip714_{table}", uri=storage_uri(zone.table(table)), group=ASSET_GROUP)
+    return Asset(name=f"kip714_{table}", uri=storage_uri(area.table(table)), group=ASSET_GROUP)
 
 
 class Kip714SparkSubmitOperator(SparkSubmitOperator):

@@ -66,9 +66,9 @@ class GuardrailWarning:
     message: str
 
 
-def load_capabilities(zone: RunArea) -> list[Capability]:
+def load_capabilities(area: RunArea) -> list[Capability]:
     """The zone's ``capabilities`` rows, the latest per library version and metric (empty: none)."""
-    return load_capabilities_of([zone])
+    return load_capabilities_of([area])
 
 
 def visible_areas() -> list[RunArea]:
@@ -187,13 +187,13 @@ def check_window(
 
 
 def check_window_in_zone(
-    zone: RunArea | Sequence[RunArea],
+    area: RunArea | Sequence[RunArea],
     metrics: Sequence[str],
     selectors: Mapping[str, str],
     telemetry_max_bytes: int | None = None,
 ) -> list[GuardrailWarning]:
     """``check_window`` against one area's capabilities, or several areas' merged; logs each warning."""
-    areas = [zone] if isinstance(zone, RunArea) else list(zone)
+    areas = [area] if isinstance(area, RunArea) else list(area)
     warnings = check_window(load_capabilities_of(areas), metrics, selectors, telemetry_max_bytes)
     for warning in warnings:
         log.warning("guardrail: %s", warning.message)

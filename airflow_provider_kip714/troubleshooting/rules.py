@@ -71,7 +71,7 @@ def checked_rules_text(document: dict[str, Any]) -> str:
     return text
 
 
-def landed_client_metric_names(zone: RunArea) -> list[str]:
+def landed_client_metric_names(area: RunArea) -> list[str]:
     """Client metric names in the zone's landing ``datapoints/``, named as the rollups name them.
 
     The rules can then be written before the one Spark application that rolls up and judges the window
@@ -85,7 +85,7 @@ def landed_client_metric_names(zone: RunArea) -> list[str]:
     from airflow_provider_kip714.telemetry.landing_zone import LandingZone
 
     # Committed chunks only (the landing zone's protocol); the topic name plays no part in reading.
-    filesystem, files = LandingZone(zone.landing, DEFAULT_TELEMETRY_TOPIC).arrow_files("datapoints")
+    filesystem, files = LandingZone(area.landing, DEFAULT_TELEMETRY_TOPIC).arrow_files("datapoints")
     if not files:
         return []
     dataset = ds.dataset(files, filesystem=filesystem, format="parquet")
@@ -94,17 +94,17 @@ def landed_client_metric_names(zone: RunArea) -> list[str]:
 
 
 def write_window_rules(
-    zone: RunArea, request: TroubleshootingRequest, default_rules: Path | None
+    area: RunArea, request: TroubleshootingRequest, default_rules: Path | None
 ) -> tuple[Path, int]:
     """Write ``<zone>/rules.json`` for this window; returns its path and how many rules it holds.
 
     The metric names come from the zone's rollups when written, else from its landing zone (the DAG
     writes the rules before the Spark application that writes the rollups).
     """
-    names = client_metric_names(zone) or landed_client_metric_names(zone)
+    names = client_metric_names(area) or landed_client_metric_names(area)
     document = window_rules(request, names, default_rules)
     text = checked_rules_text(document)
-    path = zone.root / RULES_FILE
+    path = area.root / RULES_FILE
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)
     return path, len(document["rules"])

@@ -84,14 +84,14 @@ def _recorded(runs: Sequence[RunChoice]) -> dict[str, tuple[RunChoice, Convergen
     return found
 
 
-def _follow(zone: RunArea, window: ConvergenceWindow, now: datetime) -> ConvergenceSoFar:
+def _follow(area: RunArea, window: ConvergenceWindow, now: datetime) -> ConvergenceSoFar:
     try:
         since = window.subscribed_at - DEFAULT_LOOKBACK - CLOCK_SKEW
-        points = read_landed_points(zone.landing, POINT_COLUMNS, since=since)
+        points = read_landed_points(area.landing, POINT_COLUMNS, since=since)
         return convergence_so_far(points, window, now)
     except Exception as err:  # one unreadable zone must not take the page down
         log.warning("live convergence of %s: %s", window.name, err)
-        return ConvergenceSoFar(window, now, problem=f"cannot read {zone.landing}: {type(err).__name__}")
+        return ConvergenceSoFar(window, now, problem=f"cannot read {area.landing}: {type(err).__name__}")
 
 
 def live_convergence(

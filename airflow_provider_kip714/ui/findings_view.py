@@ -121,20 +121,20 @@ class RunView:
     rollup_rows: int
 
 
-def run_view(zone: RunArea, filters: Filters, span: timedelta = DEFAULT_SPAN) -> RunView:
+def run_view(area: RunArea, filters: Filters, span: timedelta = DEFAULT_SPAN) -> RunView:
     """Findings and metric charts of the newest ``span`` of a run's data, for the clients the filters keep."""
-    rollups = read_rollups(zone)
+    rollups = read_rollups(area)
     since = rollups["bucket_start"].max() - span if not rollups.empty else None
     rollups = _newest(rollups, "bucket_start", since)
     keep = matching_instances(rollups, filters)
-    anomalies = read_table(zone, "anomalies")
-    silent, _ = fleet_health.delivery_rows(read_table(zone, "delivery"))
-    broker_clients = read_table(zone, "broker_client_metrics")
+    anomalies = read_table(area, "anomalies")
+    silent, _ = fleet_health.delivery_rows(read_table(area, "delivery"))
+    broker_clients = read_table(area, "broker_client_metrics")
     tables = Tables(
         rollups=_only(rollups, keep),
-        thresholds=read_table(zone, "thresholds"),
+        thresholds=read_table(area, "thresholds"),
         anomalies=_only(_newest(anomalies, "breach_end", since), keep),
-        broker_metrics=_newest(read_table(zone, "broker_metrics"), "bucket_start", since),
+        broker_metrics=_newest(read_table(area, "broker_metrics"), "bucket_start", since),
         broker_clients=_only(_newest(broker_clients, "bucket_start", since), keep),
         silent=_only(silent, keep),
     )

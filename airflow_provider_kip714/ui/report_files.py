@@ -9,7 +9,7 @@ from airflow_provider_kip714.storage.data_root import RunArea, StoragePath, is_l
 SERVED_SUFFIXES = {".html": "text/html; charset=utf-8", ".png": "image/png", ".svg": "image/svg+xml"}
 
 
-def report_file(zone: RunArea, file_name: str) -> StoragePath | None:
+def report_file(area: RunArea, file_name: str) -> StoragePath | None:
     """The file to send, or None when the name or the file type is not allowed or absent.
 
     The run itself is chosen (and authorised) by the caller; only plain file names directly inside
@@ -25,7 +25,7 @@ def report_file(zone: RunArea, file_name: str) -> StoragePath | None:
         return None
     if Path(file_name).suffix.lower() not in SERVED_SUFFIXES:
         return None
-    report_dir = zone.report
+    report_dir = area.report
     candidate = report_dir / file_name
     if not is_local(candidate):  # object stores have no symlinks; the name is one plain key part
         return candidate if candidate.is_file() else None

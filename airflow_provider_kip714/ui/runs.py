@@ -33,10 +33,10 @@ class RunChoice:
         return self.zone.report / "report.html"
 
 
-def _troubleshooting_choice(zone: RunArea) -> RunChoice:
-    owner = read_run_owner(zone)
-    title = f"Troubleshooting run {owner.run_id}" if owner else f"Troubleshooting folder {zone.root.name}"
-    return RunChoice(zone.root.name, title, zone, owner.dag_id if owner else None)
+def _troubleshooting_choice(area: RunArea) -> RunChoice:
+    owner = read_run_owner(area)
+    title = f"Troubleshooting run {owner.run_id}" if owner else f"Troubleshooting folder {area.root.name}"
+    return RunChoice(area.root.name, title, area, owner.dag_id if owner else None)
 
 
 def run_choices() -> list[RunChoice]:

@@ -26,8 +26,8 @@ FLEET_START = datetime(2026, 1, 6, 10, 0, tzinfo=UTC)
 RUN_AT = datetime(2026, 1, 6, 11, 0, tzinfo=UTC)  # data interval [10:00, 11:00)
 
 
-def partition_rows(zone: RunArea, table: str, hour: int) -> int:
-    folder = zone.table(table) / f"date={FLEET_START:%Y-%m-%d}" / f"hour={hour}"
+def partition_rows(area: RunArea, table: str, hour: int) -> int:
+    folder = area.table(table) / f"date={FLEET_START:%Y-%m-%d}" / f"hour={hour}"
     return ds.dataset(folder, format="parquet").count_rows() if folder.is_dir() else 0
 
 

@@ -27,15 +27,15 @@ RUN_AT = datetime(2026, 1, 5, 11, 0, tzinfo=UTC)  # data interval [10:00, 11:00)
 TABLES = ("rollups", "thresholds", "anomalies", "broker_metrics")
 
 
-def partition_rows(zone: RunArea, table: str, hour: int) -> int:
-    folder = zone.table(table) / f"date={FLEET_START:%Y-%m-%d}" / f"hour={hour}"
+def partition_rows(area: RunArea, table: str, hour: int) -> int:
+    folder = area.table(table) / f"date={FLEET_START:%Y-%m-%d}" / f"hour={hour}"
     if not folder.is_dir():
         return 0
     return ds.dataset(folder, format="parquet").count_rows()
 
 
-def raw_records(zone: RunArea) -> int:
-    raw = zone.landing / "raw"
+def raw_records(area: RunArea) -> int:
+    raw = area.landing / "raw"
     return ds.dataset(raw, format="parquet").count_rows() if any(raw.rglob("*.parquet")) else 0
 
 

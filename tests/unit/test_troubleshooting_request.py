@@ -126,8 +126,8 @@ def test_a_threshold_prefix_is_named_as_the_rollups_name_metrics() -> None:
     assert [rule["metric"] for rule in rules["rules"]] == ["producer.record.queue.time.max"]
 
 
-def write_rollup_names(zone: RunArea, names: list[str]) -> None:
-    folder = zone.table("rollups") / "date=2026-03-01" / "hour=10"
+def write_rollup_names(area: RunArea, names: list[str]) -> None:
+    folder = area.table("rollups") / "date=2026-03-01" / "hour=10"
     folder.mkdir(parents=True)
     table = pa.table(
         {"metric_name": [*names, "broker.only"], "record_type": ["client"] * len(names) + ["broker"]}

@@ -54,10 +54,10 @@ def telemetry_seen(bootstrap: str, since: datetime, topic: str = DEFAULT_TELEMET
     return seen
 
 
-def anomaly_lines(zone: RunArea) -> list[str]:
+def anomaly_lines(area: RunArea) -> list[str]:
     """One readable line per anomaly, most severe and longest first."""
     rows = sorted(
-        read_table(zone, "anomalies").to_dict("records"),
+        read_table(area, "anomalies").to_dict("records"),
         key=lambda r: (r["severity"] != "critical", -_seconds(r["duration_seconds"])),
     )
     return [_anomaly_line(row) for row in rows]
@@ -79,11 +79,11 @@ def _anomaly_line(row: dict[str, object]) -> str:
     return f"{row['severity']:<8} {_text(row['client_id'])} ({where}): {row['description']}"
 
 
-def silent_lines(zone: RunArea) -> list[str]:
+def silent_lines(area: RunArea) -> list[str]:
     """One line per silent client (or broker with unseen instances), with when it went silent and why."""
     from airflow_provider_kip714.report.fleet_health import delivery_rows
 
-    silent, _ = delivery_rows(read_table(zone, "delivery"))
+    silent, _ = delivery_rows(read_table(area, "delivery"))
     lines = []
     for row in silent.to_dict("records"):
         since = row["silent_since"]
@@ -96,11 +96,11 @@ def silent_lines(zone: RunArea) -> list[str]:
     return lines
 
 
-def convergence_lines(zone: RunArea) -> list[str]:
+def convergence_lines(area: RunArea) -> list[str]:
     """One line per followed window: matched and converged clients, 50/90/100 % times."""
     from airflow_provider_kip714.report.fleet_health import convergence_rows
 
-    windows, _ = convergence_rows(read_table(zone, "convergence"))
+    windows, _ = convergence_rows(read_table(area, "convergence"))
 
     def seconds(value: object) -> str:
         return "not yet" if value is None or value != value else f"{float(value):.1f} s"  # type: ignore[arg-type]
@@ -113,13 +113,13 @@ def convergence_lines(zone: RunArea) -> list[str]:
     ]
 
 
-def print_findings(zone_name: str, zone: RunArea) -> None:
+def print_findings(zone_name: str, area: RunArea) -> None:
     """A zone's anomalies, and its silent clients and convergence where those steps ran."""
-    lines = anomaly_lines(zone)
+    lines = anomaly_lines(area)
     print(f"  Anomalies in the {zone_name} ({len(lines)}):")
     for line in lines[:12] or ["(none)"]:
         print(f"    {line}")
-    for title, found in (("Silent clients", silent_lines(zone)), ("Convergence", convergence_lines(zone))):
+    for title, found in (("Silent clients", silent_lines(area)), ("Convergence", convergence_lines(area))):
         if found:  # delivery.py / convergence.py ran for this zone
             print(f"  {title} in the {zone_name} ({len(found)}):")
             for line in found[:12]:
