@@ -66,8 +66,10 @@ browser:
 
 install: venv plugin java-client kafka cluster-jars browser
 
+# Two pytest processes side by side (kip714_dev/test_streams.py: the waiting integration tests beside the
+# computing ones); with PYTEST_ARGS, one ordinary pytest run with them.
 test: install
-	$(BIN)/pytest $(PYTEST_ARGS)
+	$(BIN)/python -m kip714_dev.test_streams $(PYTEST_ARGS)
 
 unit-test: venv
 	$(BIN)/pytest tests/unit $(PYTEST_ARGS)
