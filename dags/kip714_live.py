@@ -5,7 +5,8 @@ and announces every new or resolved finding as one event on the ``kip714_finding
         over [now - lookback, now), reading only the chunks landed since) -> detect_and_announce
 
 Paused by default, like every DAG: unpause it to go live. It runs continuously (``@continuous``, one run
-at a time); a run takes about 15-30 s on a warm Spark Connect server (``KIP714_SPARK_CONNECT_CONN_ID``),
+at a time; ``KIP714_LIVE_EVERY=1m`` runs one cycle a minute instead, for less CPU); a run takes about
+15-30 s on a warm Spark Connect server (``KIP714_SPARK_CONNECT_CONN_ID``),
 longer with one ``spark-submit`` per run. It lands into the scheduled landing zone, which
 ``kip714_rollups`` lands into too (exactly once, whichever runs), and writes its tables to
 ``<root>/live/analytics`` only: the hourly DAG stays the system of record. Knobs: ``live/settings.py``
@@ -46,7 +47,7 @@ LEASE_WAIT_S = 300
 with DAG(
     dag_id="kip714_live",
     description="Live KIP-714 fleet health: land, analyse the last minutes, announce findings",
-    schedule="@continuous",
+    schedule=SETTINGS.schedule,  # @continuous, or one run per KIP714_LIVE_EVERY
     start_date=datetime(2026, 1, 1),
     catchup=False,
     max_active_runs=1,

@@ -7,10 +7,15 @@
 | ``KIP714_LIVE_BASELINE_FOR`` | ``30s`` | how long a baseline breach must last to be an anomaly |
 | ``KIP714_LIVE_HISTORY`` | ``1h`` | own-baseline history, read from the hourly rollups table |
 | ``KIP714_UI_BASE_URL`` | unset | the API server's URL, for the link a finding carries |
+| ``KIP714_LIVE_EVERY`` | ``continuous`` | back to back, or one cycle per interval (``1m``; 10 s-1 h) |
 
 The lookback bounds a cycle's work: each cycle reads the landing chunks of the last lookback (plus one
 cycle of slack), never the whole hour, so its cost does not grow with the minute of the hour. It must
 cover a few push intervals of the clients (silent-client detection) and the breach duration.
+
+A cycle has a fixed cost (on 2 cores about 16 s and 28 s of CPU with nothing new, docs/benchmarks.md):
+back to back, cycles keep most of a small machine busy. ``KIP714_LIVE_EVERY`` trades freshness for that
+CPU: one cycle per interval.
 """
 
 from __future__ import annotations
@@ -29,6 +34,8 @@ BUCKET_ENV: Final = "KIP714_LIVE_BUCKET"
 BASELINE_FOR_ENV: Final = "KIP714_LIVE_BASELINE_FOR"
 HISTORY_ENV: Final = "KIP714_LIVE_HISTORY"
 UI_BASE_URL_ENV: Final = "KIP714_UI_BASE_URL"
+EVERY_ENV: Final = "KIP714_LIVE_EVERY"
+CONTINUOUS: Final = "continuous"
 _SECONDS_PER_HOUR: Final = 3600
 
 
@@ -39,6 +46,8 @@ class LiveSettings:
     baseline_for: timedelta = timedelta(seconds=30)
     history: timedelta = timedelta(hours=1)
     ui_base_url: str | None = None
+    every: timedelta | None = None
+    """None: cycles back to back (``@continuous``); else one cycle per this interval."""
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] = os.environ) -> LiveSettings:
@@ -55,6 +64,7 @@ class LiveSettings:
             baseline_for=duration(BASELINE_FOR_ENV, defaults.baseline_for, timedelta(hours=1)),
             history=duration(HISTORY_ENV, defaults.history, timedelta(days=7)),
             ui_base_url=environ.get(UI_BASE_URL_ENV, "").strip().rstrip("/") or None,
+            every=_every(environ.get(EVERY_ENV, "").strip()),
         )
         if settings.ui_base_url is not None and not settings.ui_base_url.startswith(("http://", "https://")):
             raise Kip714Error(
@@ -68,5 +78,19 @@ class LiveSettings:
         return settings
 
     @property
+    def schedule(self) -> str | timedelta:
+        """The ``kip714_live`` DAG's schedule."""
+        return "@continuous" if self.every is None else self.every
+
+    @property
     def bucket_flag(self) -> str:
         return f"{int(self.bucket.total_seconds())}s"
+
+
+def _every(text: str) -> timedelta | None:
+    if text in ("", CONTINUOUS):
+        return None
+    every = parse_duration(text, EVERY_ENV, timedelta(hours=1))
+    if every < timedelta(seconds=10):
+        raise Kip714Error(f"{EVERY_ENV}: must be {CONTINUOUS} or at least 10s (got {text[:40]!r})")
+    return every

@@ -140,6 +140,9 @@ def test_a_cycle_reads_new_chunks_of_every_partition_even_one_no_cycle_knew() ->
         ({"KIP714_LIVE_BUCKET": "<b>1s</b>"}, "KIP714_LIVE_BUCKET"),
         ({"KIP714_LIVE_HISTORY": "0"}, "KIP714_LIVE_HISTORY"),
         ({"KIP714_UI_BASE_URL": "javascript:alert(1)"}, "KIP714_UI_BASE_URL"),
+        ({"KIP714_LIVE_EVERY": "5s"}, "KIP714_LIVE_EVERY"),
+        ({"KIP714_LIVE_EVERY": "often"}, "KIP714_LIVE_EVERY"),
+        ({"KIP714_LIVE_EVERY": "2h"}, "KIP714_LIVE_EVERY"),
     ],
 )
 def test_a_bad_live_setting_is_refused_naming_the_variable(environ: dict[str, str], named: str) -> None:
@@ -149,3 +152,13 @@ def test_a_bad_live_setting_is_refused_naming_the_variable(environ: dict[str, st
     with pytest.raises(Kip714Error) as refused:
         LiveSettings.from_env(environ)
     assert str(refused.value).startswith(named) and "\n" not in str(refused.value)
+
+
+def test_live_mode_runs_back_to_back_or_once_per_interval() -> None:
+    from datetime import timedelta
+
+    from airflow_provider_kip714.live.settings import LiveSettings
+
+    assert LiveSettings.from_env({}).schedule == "@continuous"
+    assert LiveSettings.from_env({"KIP714_LIVE_EVERY": "continuous"}).schedule == "@continuous"
+    assert LiveSettings.from_env({"KIP714_LIVE_EVERY": "1m"}).schedule == timedelta(minutes=1)
