@@ -74,7 +74,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 
-from bench_fleet_scale import Instance, Payloads, _open, _subscribe  # noqa: E402
+from bench_fleet_scale import CLIENT_ID_PREFIX, Instance, Payloads, _open, _subscribe  # noqa: E402
 from kio.schema.errors import ErrorCode  # noqa: E402
 from kio.schema.push_telemetry.v0.request import PushTelemetryRequest  # noqa: E402
 from kio.schema.push_telemetry.v0.response import PushTelemetryResponse  # noqa: E402
@@ -101,7 +101,6 @@ from airflow_provider_kip714.subscriptions.model import Subscription  # noqa: E4
 from airflow_provider_kip714.telemetry.landing import land_topic  # noqa: E402
 from spark_apps.package import DEFAULT_RULES, application_args, application_path, build_common_zip  # noqa: E402
 
-CLIENT_ID_PREFIX = "live-"
 SUBSCRIPTION_NAME = "bench-live-freshness"
 MAX_IN_FLIGHT = 64
 BREACH_SEED = 1_000_000
