@@ -128,10 +128,12 @@ def test_the_slow_consumer_opens_one_finding_and_resolves_it_once(live_run) -> N
     assert len({f.episode_key for _, f in opened}) == len(opened)
     assert all(f.against in ("peers", "own", "threshold") for _, f in opened)
     assert opened[0][0] < CYCLES_WHILE_SLOW
-    # every opened episode of the slow consumer ends once, after it stopped
+    # every opened episode of the slow consumer ends once; a transient one (seen: its request latency
+    # max, for two cycles) may end while it is still slow, the ones still open when it stopped end after
     assert sorted(f.finding_id for _, f in resolved) == sorted(f.finding_id for _, f in opened)
-    assert all(n >= CYCLES_WHILE_SLOW for n, _ in resolved)
-    assert all(f.ended is not None and f.ended >= live_run["slow_stopped"] for _, f in resolved)
+    after_stop = [f for n, f in resolved if n >= CYCLES_WHILE_SLOW]
+    assert after_stop, "no episode of the slow consumer lasted until it stopped"
+    assert all(f.ended is not None and f.ended >= live_run["slow_stopped"] for f in after_stop)
     assert [f for f in live_run["store"].open_findings() if f.client.client_id == slow] == []
 
 
@@ -156,9 +158,14 @@ def test_a_closed_interval_is_the_same_whether_or_not_live_mode_landed_it(live_r
     live_root = live_run["root"]
     land_topic(live_run["config"], live_run["topic"], live_root / "landing", fsync=False)  # the hourly run
     land_topic(live_run["config"], live_run["topic"], tmp_path / "landing", fsync=False)  # never live
+    # The interval ends on a whole minute (the 1m buckets) at least 30 s before the run did: every
+    # record with points in it (client pushes every second, the brokers' own records every 5 s) was
+    # accepted before either landing below began. Ending 5 s before, inside a bucket, the broker's
+    # records exported between the two landings gave the second zone 6 more rollup rows in that
+    # bucket (seen under the parallel test streams).
     start, end = (
         live_run["started"].replace(second=0, microsecond=0),
-        live_run["ended"] - timedelta(seconds=5),
+        (live_run["ended"] - timedelta(seconds=30)).replace(second=0, microsecond=0),
     )
     outputs = {}
     for name, landing in (("live", live_root / "landing"), ("fresh", tmp_path / "landing")):
