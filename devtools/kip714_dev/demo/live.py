@@ -40,7 +40,7 @@ from airflow_provider_kip714.troubleshooting.auto_window import AutoWindowSettin
 from airflow_provider_kip714.troubleshooting.guardrails import load_capabilities_of, visible_areas
 from kip714_dev.demo.spark_server import DemoSparkServer
 from kip714_dev.smtp_sink import SmtpSink
-from spark_apps.package import DEFAULT_RULES
+from spark_apps.package import DEFAULT_RULES, application_args
 
 SETTINGS: Final = LiveSettings(
     lookback=timedelta(minutes=2), bucket=timedelta(seconds=10), baseline_for=timedelta(seconds=20)
@@ -88,19 +88,19 @@ class LiveDemo:
         scheduled, live = scheduled_area(), live_area()
         plan = begin_cycle(self.store, scheduled.landing, self.topic, datetime.now(UTC), SETTINGS)
         landed = land_topic({"bootstrap.servers": self.bootstrap}, self.topic, str(scheduled.landing))
-        self.spark.run_app(
-            "pipeline",
-            [
-                *("--input", str(scheduled.landing), "--output", str(live.analytics)),
-                *("--start", plan.start.isoformat(), "--end", plan.end.isoformat()),
-                *("--bucket", SETTINGS.bucket_flag, "--rules", str(DEFAULT_RULES)),
-                *("--history", f"{int(SETTINGS.history.total_seconds())}s"),
-                *("--history-root", str(scheduled.analytics)),
-                *("--baseline-for", f"{int(SETTINGS.baseline_for.total_seconds())}s"),
-                *("--chunks-from", plan.chunks_flag() or ""),
-            ],
-            self.log_dir / "live-cycles.log",
+        args = application_args(
+            str(scheduled.landing),
+            str(live.analytics),
+            plan.start.isoformat(),
+            plan.end.isoformat(),
+            SETTINGS.bucket_flag,
+            rules=str(DEFAULT_RULES),
+            history=f"{int(SETTINGS.history.total_seconds())}s",
+            history_root=str(scheduled.analytics),
+            baseline_for=f"{int(SETTINGS.baseline_for.total_seconds())}s",
+            chunks_from=plan.chunks_flag(),
         )
+        self.spark.run_app("pipeline", args, self.log_dir / "live-cycles.log")
         detect(self.store, live, plan.end, datetime.now(UTC), f"demo-cycle-{number}", window_start=plan.start)
         changed = announce(self.store, self, announced_keys(self.events), None)
         return LiveCycle(number, landed.records, time.monotonic() - began, plan.end, changed)
