@@ -41,11 +41,13 @@ def decode_batch(
     value_format: ValueFormat = "otlp_proto",
     *,
     dictionary_strings: bool = False,
+    native_decoded: native.NativeColumns | None = None,
 ) -> DecodedBatch:
     """Decode records into one datapoints table; failing records are listed with their reason.
 
     The table is in ``DATAPOINT_SCHEMA``; with ``dictionary_strings`` its string columns may stay
     dictionary-encoded (what landing writes: cheaper to build and to write, read back as strings).
+    ``native_decoded`` is the records' native decoding, when the native writer already did it.
     """
     check_value_format(value_format)
     # The batch allocates many small tuples that cannot form cycles; pausing the cyclic GC avoids
@@ -55,7 +57,7 @@ def decode_batch(
     try:
         if value_format == "otlp_proto" and native.native_available():
             columns = records if isinstance(records, RecordColumns) else RecordColumns.of(records)
-            decoded = decode_fast(columns)
+            decoded = decode_fast(columns, native_decoded)
             if not dictionary_strings and decoded.datapoints.schema != DATAPOINT_SCHEMA:
                 decoded.datapoints = decoded.datapoints.cast(DATAPOINT_SCHEMA)
             return decoded

@@ -53,17 +53,19 @@ def merge_by_record(
     return pa.concat_tables([first, second]).take(pa.array(order))
 
 
-def decode_fast(columns: RecordColumns) -> DecodedBatch:
+def decode_fast(columns: RecordColumns, decoded: native.NativeColumns | None = None) -> DecodedBatch:
     """``otlp_proto`` records: natively where it can, the rest through the reference, in record order.
 
+    ``decoded`` is the records' native decoding when it was already done (the native writer hands it
+    back for a chunk it cannot write), with the records that fail on headers or lineage skipped.
     The table's string columns may be dictionary-encoded (``DATAPOINT_SCHEMA`` after a cast).
     """
     labels = BatchLabels.of_sets(columns.header_sets, columns.header_index)
     failed = record_failures(columns.partitions, columns.offsets, columns.timestamps_ms, labels)
     # A failed record is not decoded at all: its header or lineage problem is its reason.
-    if isinstance(columns.values, pa.Array):
+    if decoded is None and isinstance(columns.values, pa.Array):
         decoded = native.decode_array(columns.values, skip=list(failed))
-    else:
+    elif decoded is None:
         values = list(columns.values)  # the extension reads a list
         for index in failed:
             values[index] = None

@@ -111,7 +111,7 @@ def decode_values(values: list[bytes | None]) -> NativeColumns:
     """Decode record values natively; records the fast path does not take are marked ``FALLBACK``."""
     if kip714_native is None:  # pragma: no cover - see the import
         raise RuntimeError("the kip714_native extension is not installed")
-    return _native_columns(kip714_native.decode_metrics(values))
+    return native_columns(kip714_native.decode_metrics(values))
 
 
 def decode_array(values: pa.BinaryArray, skip: list[int]) -> NativeColumns:
@@ -119,12 +119,13 @@ def decode_array(values: pa.BinaryArray, skip: list[int]) -> NativeColumns:
     if kip714_native is None:  # pragma: no cover - see the import
         raise RuntimeError("the kip714_native extension is not installed")
     validity, offsets, data = (None if b is None else memoryview(b).cast("B") for b in values.buffers())
-    return _native_columns(
+    return native_columns(
         kip714_native.decode_binary(offsets, data, validity, values.offset, len(values), skip)
     )
 
 
-def _native_columns(buffers: dict[str, bytes]) -> NativeColumns:
+def native_columns(buffers: dict[str, bytes]) -> NativeColumns:
+    """The extension's decoded buffers (``decode_metrics``' dict) as numpy and Arrow columns, no copy."""
     value_int_valid = _numbers(buffers, "value_int.valid", np.uint8)
     monotonic = _numbers(buffers, "is_monotonic", np.uint8)
     temporality = _numbers(buffers, "temporality", np.uint8).astype(np.int32)
@@ -175,5 +176,6 @@ __all__ = [
     "decode_array",
     "decode_values",
     "native_available",
+    "native_columns",
     "variable_width",
 ]

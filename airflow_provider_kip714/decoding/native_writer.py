@@ -11,7 +11,8 @@ It covers chunks whose records are all gauges and sums, nearly every chunk clien
 lineage are checked here first, exactly as ``fast_path.decode_fast`` checks them (those records are
 quarantined, not decoded). When any other record needs the Python decoder (a histogram, a summary,
 anything unusual), nothing is written and the caller takes the table path for the whole chunk, so
-the reference decoder keeps deciding every record the native side does not.
+the reference decoder keeps deciding every record the native side does not; the extension hands back
+what it decoded (``NeedsReference``), and the table path goes on from that instead of decoding again.
 
 ``KIP714_DATAPOINTS_WRITER=pyarrow`` turns the native writer off (for comparing the two, or to rule
 it out); ``KIP714_OTLP_DECODER=python`` turns it off too, with the native decoder (``native_switches``
@@ -68,6 +69,14 @@ class WrittenDatapoints:
     points: int
     files: list[DatapointFile]  # one per UTC hour of the records' timestamps, in ascending order
     failures: list[tuple[int, str]]  # records that failed on headers or lineage (no points), by index
+
+
+@dataclass(frozen=True)
+class NeedsReference:
+    """Nothing written: some record needs the Python decoder. ``decoded`` is the chunk as the extension
+    decoded it (records in ``failures`` skipped), for ``fast_path.decode_fast`` to go on from."""
+
+    decoded: native.NativeColumns
 
 
 def native_writer_available() -> bool:
@@ -136,8 +145,10 @@ def write_raw_natively(columns: RecordColumns) -> RawFile | None:
     return None if data is None else RawFile(len(columns), data)
 
 
-def write_natively(columns: RecordColumns) -> WrittenDatapoints | None:
-    """The chunk's datapoints files, or None when a record needs the Python decoder (nothing written).
+def write_natively(columns: RecordColumns) -> WrittenDatapoints | NeedsReference | None:
+    """The chunk's datapoints files; or, when a record needs the Python decoder, nothing written and
+    the chunk's native decoding (``NeedsReference``), so it is not decoded natively again; or None when
+    the chunk is not one topic's or a page would pass 2 GiB (the table path then takes it).
 
     ``columns`` is one landing chunk (one topic). The caller checks ``native_writer_available`` first.
     """
@@ -156,9 +167,9 @@ def write_natively(columns: RecordColumns) -> WrittenDatapoints | None:
     )
     if written is None:
         return None
-    points, fallback, files = written
-    if fallback:
-        return None
+    points, files, decoded = written
+    if decoded is not None:
+        return NeedsReference(native.native_columns(decoded))
     return WrittenDatapoints(
         points,
         [DatapointFile(date, hour, data) for date, hour, data in files],
@@ -168,6 +179,7 @@ def write_natively(columns: RecordColumns) -> WrittenDatapoints | None:
 
 __all__ = [
     "DatapointFile",
+    "NeedsReference",
     "RawFile",
     "WrittenDatapoints",
     "native_writer_available",

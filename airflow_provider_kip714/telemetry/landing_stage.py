@@ -19,6 +19,8 @@ from airflow_provider_kip714.decoding.header_sets import HeaderSet, as_text
 from airflow_provider_kip714.decoding.native import variable_width
 from airflow_provider_kip714.decoding.native_writer import (
     DatapointFile,
+    NeedsReference,
+    WrittenDatapoints,
     native_writer_available,
     write_natively,
     write_raw_natively,
@@ -104,11 +106,12 @@ def stage_records(
         raw = write_raw_natively(columns)
         if value_format == "otlp_proto":
             written = write_natively(columns)
-    if written is not None:
+    if isinstance(written, WrittenDatapoints):
         datapoints: pa.Table | list[DatapointFile] = written.files
         points, failures = written.points, written.failures
     else:
-        decoded = decode_batch(columns, value_format, dictionary_strings=True)
+        native_decoded = written.decoded if isinstance(written, NeedsReference) else None
+        decoded = decode_batch(columns, value_format, dictionary_strings=True, native_decoded=native_decoded)
         datapoints, points, failures = decoded.datapoints, decoded.datapoints.num_rows, decoded.failures
     return zone.stage(
         chunk,

@@ -414,10 +414,22 @@ thread_local! {
     static REUSED: std::cell::RefCell<Option<Columns>> = const { std::cell::RefCell::new(None) };
 }
 
+/// What `with_decoded`'s reader made of a chunk's columns: its result, or the columns themselves.
+pub enum Decoded<T> {
+    Read(T),
+    /// The reader asked for the columns (the chunk needs more than it can do with them); they are
+    /// handed over instead of being reused, so the caller need not decode the chunk again.
+    Kept(Columns),
+}
+
 /// `decode_values` into columns this thread reuses from chunk to chunk, for a caller that only reads
 /// them (the Parquet writer): the vectors keep their capacity, so a chunk does not grow ~30 of them
-/// from empty again (reallocations, copies, fresh pages).
-pub fn with_decoded<T>(values: &[Option<&[u8]>], read: impl FnOnce(&Columns) -> T) -> T {
+/// from empty again (reallocations, copies, fresh pages). When `read` returns None, the columns are
+/// returned instead (`Decoded::Kept`), and the next chunk starts from new vectors.
+pub fn with_decoded<T>(
+    values: &[Option<&[u8]>],
+    read: impl FnOnce(&Columns) -> Option<T>,
+) -> Decoded<T> {
     let mut columns = REUSED
         .with(|cell| cell.borrow_mut().take())
         .unwrap_or_else(Columns::new);
@@ -429,7 +441,11 @@ pub fn with_decoded<T>(values: &[Option<&[u8]>], read: impl FnOnce(&Columns) -> 
     columns.status.clear();
     columns.points_per_record.clear();
     decode_into(&mut columns, values);
-    let result = read(&columns);
-    REUSED.with(|cell| *cell.borrow_mut() = Some(columns));
-    result
+    match read(&columns) {
+        Some(result) => {
+            REUSED.with(|cell| *cell.borrow_mut() = Some(columns));
+            Decoded::Read(result)
+        }
+        None => Decoded::Kept(columns),
+    }
 }

@@ -241,9 +241,14 @@ type DatapointsWriter =
 /// A `raw` writer, likewise.
 type RawWriter = fn(&RawInput) -> std::io::Result<Vec<u8>>;
 
-/// What the writers return: the chunk's points, the records left for the Python decoder (nothing is
-/// written when there are any) and one `(date, hour, parquet bytes)` per UTC hour of the records.
-type Written = (usize, Vec<usize>, Vec<(String, i32, Py<PyBytes>)>);
+/// What the writers return: the chunk's points, one `(date, hour, parquet bytes)` per UTC hour of the
+/// records, and None; or, when some record needs the Python decoder, nothing written and the chunk's
+/// decoded columns (`decode_binary`'s dict), so the caller goes on from them without decoding again.
+type Written<'py> = (
+    usize,
+    Vec<(String, i32, Py<PyBytes>)>,
+    Option<Bound<'py, PyDict>>,
+);
 
 /// A chunk's inputs besides its values, as the Python tuple `(topic, partitions, offsets,
 /// timestamps_ms, label_slots)`: one value per record except the topic.
@@ -254,15 +259,15 @@ struct ChunkRecords(String, Vec<i32>, Vec<i64>, Vec<i64>, Vec<i64>);
 ///
 /// `label_slots[i]` is record i's row in `label_rows` (-1 when its headers failed); records in `skip`
 /// (failed on headers or lineage, quarantined by the caller) are not decoded and have no points.
-fn write_chunk(
-    py: Python<'_>,
+fn write_chunk<'py>(
+    py: Python<'py>,
     mut slices: Vec<Option<&[u8]>>,
     records: ChunkRecords,
     label_rows: &Bound<'_, PyList>,
     skip: Vec<usize>,
     group_rows: usize,
     writer: DatapointsWriter,
-) -> PyResult<Written> {
+) -> PyResult<Written<'py>> {
     let skipped = skip_records(&mut slices, &skip);
     let ChunkRecords(topic, partitions, offsets, timestamps_ms, label_slots) = records;
     let width = crate::parquet::LABEL_NAMES.len();
@@ -303,24 +308,26 @@ fn write_chunk(
         label_slots: label_slots.iter().map(|&slot| slot.max(0) as u32).collect(),
         label_rows: rows,
     };
-    let (points, fallback, files) = py.allow_threads(|| {
+    let decoded = py.allow_threads(|| {
         crate::decode::with_decoded(&slices, |columns| {
-            let fallback: Vec<usize> = (0..n)
-                .filter(|&i| columns.status[i] != 0 && !skipped[i])
-                .collect();
-            if !fallback.is_empty() {
-                return Ok((0, fallback, Vec::new()));
+            if (0..n).any(|i| columns.status[i] != 0 && !skipped[i]) {
+                return None; // a record for the Python decoder: keep the columns, write nothing
             }
-            let files = writer(columns, &input, group_rows)
-                .map_err(|err| PyValueError::new_err(err.to_string()))?;
-            Ok::<_, PyErr>((columns.point_record.len(), fallback, files))
+            let files = writer(columns, &input, group_rows);
+            Some(files.map(|files| (columns.point_record.len(), files)))
         })
-    })?;
-    let files = files
-        .into_iter()
-        .map(|file| (file.date, file.hour, PyBytes::new(py, &file.bytes).unbind()))
-        .collect();
-    Ok((points, fallback, files))
+    });
+    match decoded {
+        crate::decode::Decoded::Read(written) => {
+            let (points, files) = written.map_err(|err| PyValueError::new_err(err.to_string()))?;
+            let files = files
+                .into_iter()
+                .map(|file| (file.date, file.hour, PyBytes::new(py, &file.bytes).unbind()))
+                .collect();
+            Ok((points, files, None))
+        }
+        crate::decode::Decoded::Kept(columns) => Ok((0, Vec::new(), Some(columns_dict(py, columns)?))),
+    }
 }
 
 /// Write a chunk's `datapoints` files (see `write_chunk`) from its values, a `BinaryColumn`.
@@ -328,14 +335,14 @@ fn write_chunk(
 /// `records` is `ChunkRecords`' tuple; `label_rows` are `BatchLabels.label_rows()`.
 #[pyfunction]
 #[pyo3(signature = (values, records, label_rows, skip, group_rows=131_072))]
-fn write_datapoints(
-    py: Python<'_>,
+fn write_datapoints<'py>(
+    py: Python<'py>,
     values: BinaryColumn<'_>,
     records: ChunkRecords,
     label_rows: &Bound<'_, PyList>,
     skip: Vec<usize>,
     group_rows: usize,
-) -> PyResult<Written> {
+) -> PyResult<Written<'py>> {
     let owner = values.owner();
     write_chunk(
         py,
@@ -352,14 +359,14 @@ fn write_datapoints(
 #[cfg(feature = "parquet-crate")]
 #[pyfunction]
 #[pyo3(signature = (values, records, label_rows, skip, group_rows=131_072))]
-fn write_datapoints_crate(
-    py: Python<'_>,
+fn write_datapoints_crate<'py>(
+    py: Python<'py>,
     values: BinaryColumn<'_>,
     records: ChunkRecords,
     label_rows: &Bound<'_, PyList>,
     skip: Vec<usize>,
     group_rows: usize,
-) -> PyResult<Written> {
+) -> PyResult<Written<'py>> {
     let owner = values.owner();
     write_chunk(
         py,

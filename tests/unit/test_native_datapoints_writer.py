@@ -34,9 +34,11 @@ from otlp_payloads import (
     string_attr,
 )
 
+from airflow_provider_kip714.decoding import native
 from airflow_provider_kip714.decoding.decoder import decode_batch
 from airflow_provider_kip714.decoding.labels import LABEL_COLUMNS, BatchLabels
 from airflow_provider_kip714.decoding.native_writer import (
+    NeedsReference,
     native_writer_available,
     write_natively,
     write_raw_natively,
@@ -44,7 +46,12 @@ from airflow_provider_kip714.decoding.native_writer import (
 from airflow_provider_kip714.native_switches import WRITER_ENV, NativeSwitchError
 from airflow_provider_kip714.telemetry.landing import land_topic
 from airflow_provider_kip714.telemetry.landing_chunk import PartitionBatch
-from airflow_provider_kip714.telemetry.landing_stage import raw_table, record_columns, stage_chunk
+from airflow_provider_kip714.telemetry.landing_stage import (
+    raw_table,
+    record_columns,
+    stage_chunk,
+    stage_records,
+)
 from airflow_provider_kip714.telemetry.landing_zone import _STATISTICS_COLUMNS, LandingZone, parquet_options
 
 FIELDS = ("topics", "partitions", "offsets", "timestamps_ms", "keys", "header_sets", "header_index", "values")
@@ -247,10 +254,10 @@ def test_row_groups_and_the_arrow_input_write_the_same_rows(tmp_path: Path) -> N
     labels = BatchLabels.of_sets(columns.header_sets, columns.header_index)
     records = (columns.topics[0], columns.partitions, columns.offsets, columns.timestamps_ms, labels.slots)
     skip = [index for index, _ in whole.failures]
-    points, fallback, files = kip714_native.write_datapoints(
+    points, files, decoded = kip714_native.write_datapoints(
         list(columns.values), records, list(labels.label_rows()), skip, group_rows=97
     )
-    assert points == whole.points and not fallback
+    assert points == whole.points and decoded is None
     padded = pa.array([b"not this one", *columns.values], type=pa.binary()).slice(1)
     sliced = write_natively(
         type(columns)(*[padded if f == "values" else getattr(columns, f) for f in FIELDS])
@@ -266,14 +273,38 @@ def test_row_groups_and_the_arrow_input_write_the_same_rows(tmp_path: Path) -> N
         assert arrow.data == written.data
 
 
-def test_a_chunk_with_a_record_for_the_python_decoder_is_left_to_the_table_path() -> None:
-    """Histograms and summaries (and anything unusual) are the reference decoder's: nothing is written."""
+def test_a_chunk_with_a_record_for_the_python_decoder_is_left_to_the_table_path(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Histograms and summaries (and anything unusual) are the reference decoder's: nothing is written,
+    and the table path goes on from the writer's native decoding instead of decoding the chunk again."""
     batch = PartitionBatch("_client_telemetry", 0)
-    for i, payload in enumerate([producer_like_payload(10), every_kind_payload(), b"\xff not protobuf"]):
+    payloads = [producer_like_payload(10), every_kind_payload(), b"\xff garbage", producer_like_payload(3)]
+    for i, payload in enumerate(payloads):
         batch.append(i, HOURS_MS + i, None, client_headers(), payload)
-    assert write_natively(record_columns(batch)) is None
-    decoded = decode_batch(record_columns(batch), "otlp_proto", dictionary_strings=True)
-    assert decoded.datapoints.num_rows > 10 and [index for index, _ in decoded.failures] == [2]
+    batch.append(len(payloads), HOURS_MS, None, BAD_HEADERS, producer_like_payload(4))  # fails on headers
+    columns = record_columns(batch)
+    expected = decode_batch(columns, "otlp_proto", dictionary_strings=True)
+    assert expected.datapoints.num_rows > 10 and [index for index, _ in expected.failures] == [2, 4]
+
+    written = write_natively(columns)
+    assert isinstance(written, NeedsReference)
+    assert written.decoded.status.tolist()[:4] == [0, 1, 1, 0]  # the header failure's is not read
+    assert written.decoded.points_per_record.tolist() == [10, 0, 0, 3, 0]
+
+    def decoded_again(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the chunk was decoded natively a second time")
+
+    monkeypatch.setattr(native, "decode_array", decoded_again)
+    monkeypatch.setattr(native, "decode_values", decoded_again)
+    zone = LandingZone(tmp_path / "zone", "_client_telemetry", fsync=False)
+    staged = stage_records(zone, "otlp_proto", columns)
+    assert (staged.points, staged.quarantined) == (expected.datapoints.num_rows, 2)
+    landed = pa.concat_tables(pq.read_table(path) for path in staged.files if "/datapoints/" in path)
+    assert landed.num_rows == expected.datapoints.num_rows
+    assert sorted(landed.column("metric_name").to_pylist()) == sorted(
+        expected.datapoints.column("metric_name").cast(pa.string()).to_pylist()
+    )
 
 
 def test_pyarrow_is_chosen_by_the_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
