@@ -17,6 +17,7 @@ Phases, one fleet, one zone:
    ``baseline_for`` (30 s).
 2. **prefill**: the fleet pushes every ``--prefill-interval-s`` (1 s) until the zone holds
    ``--prefill-minutes`` (50) minutes of normal telemetry (counted in pushes), cycles still running.
+   A second subscription at that interval exists for the phase, so the broker accepts the pushes.
 3. **late hour**: the normal interval again; once the prefill has left every cycle's window (lookback
    plus one minute of clock slack plus a cycle), ``--late-cycles`` (4) cycles are measured.
 
@@ -57,6 +58,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -102,6 +104,7 @@ from airflow_provider_kip714.telemetry.landing import land_topic  # noqa: E402
 from spark_apps.package import DEFAULT_RULES, application_args, application_path, build_common_zip  # noqa: E402
 
 SUBSCRIPTION_NAME = "bench-live-freshness"
+PREFILL_SUBSCRIPTION_NAME = "bench-live-freshness-prefill"
 MAX_IN_FLIGHT = 64
 BREACH_SEED = 1_000_000
 """Added to every gauge of a breaching push: about 10^6 against its peers' 0.5-9.5 (seeds 0..15)."""
@@ -638,12 +641,42 @@ def fleet_and_cycles(args: argparse.Namespace, live: Live, ports: list[int], wor
     )
     for worker in workers:
         worker.start()
+    if args.prefill_minutes:
+        threading.Thread(
+            target=prefill_subscription,
+            args=(live.config, started + early_end, started + early_end + prefill_s, args.prefill_interval_s),
+            daemon=True,
+        ).start()
     try:
         return cycles_beside(args, live, work, workers, queue, started, schedule, prefill_s)
     finally:
         for worker in workers:
             if worker.is_alive():
                 worker.terminate()
+
+
+def prefill_subscription(config: dict[str, Any], begin: float, end: float, interval_s: float) -> None:
+    """A second subscription at the prefill's interval from ``begin`` to ``end`` (wall clock).
+
+    A client matched by two subscriptions pushes at the shorter interval; without it the broker throttles
+    every push that comes sooner than the bench's normal interval (``THROTTLING_QUOTA_EXCEEDED``), and
+    the prefill does not fill the hour. The fleet's instances ask again on ``UNKNOWN_SUBSCRIPTION_ID``."""
+    kwargs = to_kafka_python_kwargs(config)
+    time.sleep(max(0.0, begin - time.time()))
+    with ClientMetricsAdmin(kwargs) as admin:
+        admin.upsert(
+            Subscription.from_spec(
+                PREFILL_SUBSCRIPTION_NAME,
+                metrics="*",
+                interval_ms=int(interval_s * 1000),
+                match=f"client_id={CLIENT_ID_PREFIX}.*",
+            )
+        )
+    print(f"prefill: subscription {PREFILL_SUBSCRIPTION_NAME} at {interval_s:g} s created", flush=True)
+    time.sleep(max(0.0, end - time.time()))
+    with ClientMetricsAdmin(kwargs) as admin:
+        admin.delete(PREFILL_SUBSCRIPTION_NAME)
+    print(f"prefill: subscription {PREFILL_SUBSCRIPTION_NAME} deleted", flush=True)
 
 
 def cycles_beside(

@@ -211,6 +211,8 @@ class Content:
     overflow: list[Card]
     metrics: MetricCharts
     identities: dict[str, dict[str, str]]
+    labels: dict[str, str]
+    """Instance -> its name on every legend (``client_label``)."""
     palette: Palette
     broker_rows: list[dict[str, Any]] = field(default_factory=list)
     broker_chart: Chart | None = None
@@ -276,6 +278,7 @@ def assemble(
         overflow=cards[len(shown) :],
         metrics=metrics,
         identities=identities,
+        labels=labels,
         palette=palette,
         broker_rows=brokers,
         broker_chart=broker_chart(tables.broker_metrics) if brokers else None,

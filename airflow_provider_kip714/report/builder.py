@@ -128,7 +128,14 @@ def build_report(
         charts_skipped=content.metrics.skipped,
         broker_rows=content.broker_rows,
         broker_chart=content.broker_chart,
-        fleet_sections=fleet_health.render_sections(area, window, request),
+        fleet=fleet_health.render_sections(
+            area,
+            window,
+            request,
+            rollups=tables.rollups,
+            palette=content.palette,
+            labels=content.labels,
+        ),
         palette=content.palette.as_json(),
         clients=content.identities,
     )

@@ -104,12 +104,33 @@ def card(
         ("against", against(finding)),
         *extra,
     ]
+    return section_card(
+        severity,
+        f"{escape(head)} {subject}",
+        rows,
+        chart_id,
+        kind=finding.kind.value,
+        client=finding.client.client_instance_id or "",
+    )
+
+
+def section_card(
+    severity: str,
+    head_html: str,
+    rows: Sequence[tuple[str, str]],
+    chart_id: str | None = None,
+    *,
+    kind: str,
+    client: str = "",
+) -> str:
+    """A card of the report: a head, (label, text) rows and its chart's placeholder. Findings and the
+    delivery, convergence and capability sections all use it. ``head_html`` is escaped by the caller;
+    every row value is text (client-controlled), escaped here."""
     cells = "".join(f"<dt>{escape(label)}</dt><dd>{text(value)}</dd>" for label, value in rows)
     chart = f'<div class="chart" data-chart="{escape(chart_id)}"></div>' if chart_id else ""
     return (
-        f'<article class="card {escape(severity)}" data-kind="{escape(finding.kind.value)}" '
-        f'data-client="{text(finding.client.client_instance_id or "")}">'
-        f'<h3><span class="sev">{escape(severity)}</span>{escape(head)} {subject}</h3>'
+        f'<article class="card {escape(severity)}" data-kind="{escape(kind)}" data-client="{text(client)}">'
+        f'<h3><span class="sev">{escape(severity)}</span>{head_html}</h3>'
         f"<dl>{cells}</dl>{chart}</article>"
     )
 

@@ -19,6 +19,7 @@ import colorsys
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from html import escape
 from typing import Any, Final
 
 import pandas as pd
@@ -92,6 +93,11 @@ class Chart:
     shade: list[tuple[float, float]] = field(default_factory=list)
     """Spans (epoch seconds) to shade: a breach, a silence."""
     note: str = ""
+
+    def placeholder(self) -> str:
+        """Where the page's renderer draws this chart, with its note under it."""
+        note = f"<div class='note'>{escape(printable(self.note, 400))}</div>" if self.note else ""
+        return f'<div class="chart" data-chart="{escape(self.chart_id)}"></div>{note}'
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -194,7 +200,7 @@ def metric_charts(
         if len(charts) >= budget:
             skipped += 1
             continue
-        chart = _metric_chart(
+        chart = across_clients_chart(
             f"metric-{number}",
             str(metric),
             wide,
@@ -209,7 +215,7 @@ def metric_charts(
     return MetricCharts(charts, quiet, skipped)
 
 
-def _metric_chart(
+def across_clients_chart(
     chart_id: str,
     metric: str,
     wide: pd.DataFrame,

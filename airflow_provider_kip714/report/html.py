@@ -44,6 +44,8 @@ tr.critical td{background:#fde0dc}tr.warning td{background:#fff4d6}
  padding:0 .3rem;border-radius:3px;margin-right:.4rem}.card.critical .sev{background:#ab091e}
 .card dl{display:grid;grid-template-columns:7.5rem 1fr;gap:.1rem .6rem;margin:.3rem 0;font-size:.85rem}
 .card dt{color:#627d98}.card dd{margin:0;overflow-wrap:anywhere}
+.card.info{border-left-color:#627d98}.card.info .sev{background:#627d98}
+td.pushed{background:#e3f9e5}td.absent{background:#f0f4f8;color:#627d98}
 .chart{margin:.3rem 0 .8rem}.chart .note{font-size:.78rem;color:#627d98}
 .u-legend{font-size:.75rem}.u-legend .u-series{cursor:pointer}
 details{margin:.5rem 0}summary{cursor:pointer;color:#334e68}

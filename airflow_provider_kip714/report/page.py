@@ -17,6 +17,7 @@ from airflow_provider_kip714.findings.model import EXTRA_KEY, Finding, FindingEr
 from airflow_provider_kip714.report import cards
 from airflow_provider_kip714.report.charts import Chart
 from airflow_provider_kip714.report.findings import Card
+from airflow_provider_kip714.report.fleet_health import FleetSections
 from airflow_provider_kip714.report.html import (
     DATA_ID,
     STYLE,
@@ -70,7 +71,7 @@ class Body:
     charts_skipped: int
     broker_rows: Sequence[Mapping[str, Any]]
     broker_chart: Chart | None
-    fleet_sections: str
+    fleet: FleetSections
     palette: Mapping[str, str]
     clients: Mapping[str, Mapping[str, str]]
     """Instance -> identity columns, for the clients table (the legend of every chart)."""
@@ -107,11 +108,6 @@ def _headline(head: Headline, findings: int) -> list[str]:
         f"generated {head.generated_at:%Y-%m-%d %H:%M:%S} UTC</p>",
         _request_block(head.request),
     ]
-
-
-def chart_div(chart: Chart) -> str:
-    note = f"<div class='note'>{text(chart.note, 400)}</div>" if chart.note else ""
-    return f'<div class="chart" data-chart="{escape(chart.chart_id)}"></div>{note}'
 
 
 def _opened_by_part(request: Mapping[str, Any]) -> list[str]:
@@ -154,7 +150,7 @@ def _metrics_part(body: Body) -> list[str]:
     parts = ["<h2 id='metrics'>Metrics across clients</h2>"]
     if not body.metric_charts and not body.quiet_metrics:
         parts.append("<p class='muted'>No client telemetry in this window.</p>")
-    parts.extend(chart_div(chart) for chart in body.metric_charts)
+    parts.extend(chart.placeholder() for chart in body.metric_charts)
     if body.charts_skipped:
         parts.append(f"<p class='muted'>{body.charts_skipped} metric chart(s) skipped (chart budget).</p>")
     if body.quiet_metrics:
@@ -200,7 +196,7 @@ def _broker_part(body: Body) -> list[str]:
         parts.append("<p class='muted'>No broker metric records in this window.</p>")
         return parts
     if body.broker_chart is not None:
-        parts.append(chart_div(body.broker_chart))
+        parts.append(body.broker_chart.placeholder())
     parts.append(details("Per broker, over the window", table(body.broker_rows, BROKER_COLUMNS)))
     return parts
 
@@ -209,6 +205,7 @@ def render_page(head: Headline, body: Body) -> str:
     charts = [c.chart for c in body.cards if c.chart] + list(body.metric_charts)
     if body.broker_chart is not None:
         charts.append(body.broker_chart)
+    charts.extend(body.fleet.charts)
     data = {"charts": [chart.as_json() for chart in charts], "palette": dict(body.palette)}
     parts = [
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
@@ -219,7 +216,7 @@ def render_page(head: Headline, body: Body) -> str:
         *_metrics_part(body),
         *_clients_part(body),
         *_broker_part(body),
-        body.fleet_sections,
+        body.fleet.html,
         json_block(DATA_ID, data),
         inline_chart_code(),
         "</body></html>",

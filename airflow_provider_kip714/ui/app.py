@@ -25,7 +25,7 @@ from airflow_provider_kip714.analytics import plots
 from airflow_provider_kip714.analytics.run_owner import SCHEDULED_DAG_ID
 from airflow_provider_kip714.analytics.tables import read_table
 from airflow_provider_kip714.contract.client_text import printable
-from airflow_provider_kip714.report import cards, fleet_health, html, page
+from airflow_provider_kip714.report import cards, fleet_health, html
 from airflow_provider_kip714.ui import access, findings_view, report_files, telemetry_view
 from airflow_provider_kip714.ui.convergence_view import live_convergence
 from airflow_provider_kip714.ui.runs import SCHEDULED_KEY, RunChoice, find_run, run_choices
@@ -96,7 +96,7 @@ def _content_html(view: findings_view.RunView) -> dict[str, Markup]:
     content = view.content
     parts = [cards.card(c.finding, c.chart.chart_id if c.chart else None, c.details) for c in content.cards]
     overflow = cards.overflow_table([c.finding for c in content.overflow]) if content.overflow else ""
-    metrics = [page.chart_div(chart) for chart in content.metrics.charts]
+    metrics = [chart.placeholder() for chart in content.metrics.charts]
     if content.metrics.quiet:
         names = ", ".join(html.text(name, 160) for name in content.metrics.quiet)
         metrics.append(
@@ -110,7 +110,7 @@ def _content_html(view: findings_view.RunView) -> dict[str, Markup]:
         "cards_html": Markup("".join(parts)),
         "overflow_html": Markup(overflow),
         "metrics_html": Markup("".join(metrics)),
-        "broker_chart_html": Markup(page.chart_div(content.broker_chart) if content.broker_chart else ""),
+        "broker_chart_html": Markup(content.broker_chart.placeholder() if content.broker_chart else ""),
         # json_block escapes < > & inside the JSON; the chart code is this package's own files
         "charts_html": Markup(html.json_block(html.DATA_ID, data) + html.inline_chart_code()),
     }
