@@ -31,6 +31,7 @@ import pandas as pd
 from airflow_provider_kip714.analytics.tables import read_table
 from airflow_provider_kip714.contract.client_text import printable
 from airflow_provider_kip714.findings.detect import current_findings, pushing_instances, transitions
+from airflow_provider_kip714.findings.from_tables import TABLES
 from airflow_provider_kip714.findings.model import Finding
 from airflow_provider_kip714.findings.store import CycleStart, LiveStatus, LiveStore
 from airflow_provider_kip714.live.settings import LiveSettings
@@ -42,7 +43,6 @@ log = logging.getLogger(__name__)
 CLOCK_SLACK: Final = timedelta(minutes=1)
 """Clients' clocks and the broker's may differ: chunks are taken from a little before the window."""
 KEPT_CYCLES: Final = timedelta(hours=2)
-FINDING_TABLES: Final = ("anomalies", "delivery", "broker_client_metrics", "broker_metrics")
 
 
 @dataclass(frozen=True)
@@ -102,7 +102,7 @@ def detect(
 
     ``window_start`` (the plan's start): only the hour partitions of ``[window_start, plan_end)`` are
     read, the ones this cycle's pipeline rewrote (``window_rows``)."""
-    tables = {table: read_table(area, table) for table in FINDING_TABLES}
+    tables = {table: read_table(area, table) for table in TABLES}
     if window_start is not None:
         tables = {table: window_rows(frame, window_start, plan_end) for table, frame in tables.items()}
     ledger = store.ledger()

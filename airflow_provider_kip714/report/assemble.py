@@ -27,14 +27,7 @@ from airflow_provider_kip714.report.charts import (
     values_frame,
 )
 from airflow_provider_kip714.report.finding_charts import Inputs, card_chart
-from airflow_provider_kip714.report.findings import (
-    Card,
-    anomaly_findings,
-    ordered,
-    plugin_error_findings,
-    silent_findings,
-    throttled_findings,
-)
+from airflow_provider_kip714.report.findings import Card, finding_cards
 from airflow_provider_kip714.storage.data_root import RunArea
 from spark_apps.kip714_common.identity import DEFAULT_CLIENT_GROUP_BY, static_client_match
 from spark_apps.kip714_common.landing_contract import CLIENT_IDENTITY_COLUMNS
@@ -124,7 +117,9 @@ class Tables:
     anomalies: pd.DataFrame
     broker_metrics: pd.DataFrame
     broker_clients: pd.DataFrame
+    delivery: pd.DataFrame
     silent: pd.DataFrame
+    """The silent rows of ``delivery``, one per instance (or broker) with its earliest silence."""
 
 
 ROLLUP_COLUMNS: Final = [
@@ -164,7 +159,7 @@ def read_tables(
     rollups = _clip(rollups, "bucket_start", window, "bucket_end")
     anomalies = _clip(read_table(area, "anomalies"), "breach_start", window, "breach_end")
     broker_clients = _clip(read_table(area, "broker_client_metrics"), "bucket_start", window, "bucket_end")
-    delivery = fleet_health.clip_hours(read_table(area, "delivery"), window)
+    delivery = _selected(fleet_health.clip_hours(read_table(area, "delivery"), window), selectors)
     silent, _ = fleet_health.delivery_rows(delivery)
     return Tables(
         rollups=_selected(rollups, selectors),
@@ -172,7 +167,8 @@ def read_tables(
         anomalies=_selected(anomalies, selectors),
         broker_metrics=_clip(read_table(area, "broker_metrics"), "bucket_start", window, "bucket_end"),
         broker_clients=_selected(broker_clients, selectors),
-        silent=_selected(silent, selectors) if not silent.empty else silent,
+        delivery=delivery,
+        silent=silent,
     )
 
 
@@ -195,11 +191,13 @@ def identities_of(frames: Sequence[pd.DataFrame]) -> dict[str, dict[str, str]]:
 
 
 def _cards(tables: Tables) -> list[Card]:
-    return ordered(
-        anomaly_findings(tables.anomalies)
-        + silent_findings(tables.silent)
-        + throttled_findings(tables.broker_clients)
-        + plugin_error_findings(tables.broker_metrics)
+    return finding_cards(
+        {
+            "anomalies": tables.anomalies,
+            "delivery": tables.delivery,
+            "broker_client_metrics": tables.broker_clients,
+            "broker_metrics": tables.broker_metrics,
+        }
     )
 
 

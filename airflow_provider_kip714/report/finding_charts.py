@@ -15,6 +15,7 @@ from typing import Final
 
 import pandas as pd
 
+from airflow_provider_kip714.findings.from_tables import number
 from airflow_provider_kip714.findings.model import Finding, FindingKind
 from airflow_provider_kip714.report.charts import (
     PEER_FILL,
@@ -27,7 +28,7 @@ from airflow_provider_kip714.report.charts import (
     percentile_band,
     spans,
 )
-from airflow_provider_kip714.report.findings import Card, number
+from airflow_provider_kip714.report.findings import Card
 from spark_apps.kip714_common.identity import baseline_client_group, peer_group_of, peer_kind
 from spark_apps.kip714_common.landing_contract import CLIENT_IDENTITY_COLUMNS
 

@@ -21,6 +21,7 @@ from airflow_provider_kip714.findings.model import (
     Transition,
 )
 from airflow_provider_kip714.findings.store import LiveStore
+from airflow_provider_kip714.report.findings import finding_cards
 
 NOW = datetime(2026, 11, 27, 12, 0, tzinfo=UTC)
 SLOW = {
@@ -112,7 +113,7 @@ def test_a_silent_client_resolves_only_when_seen_pushing_again(tmp_path: Path) -
     store = LiveStore(tmp_path)
     ledger = store.ledger()
     (opened,) = transitions(ledger, current_findings(_tables(silent=True)), set(), NOW)
-    assert opened.kind is FindingKind.SILENT_CLIENT and opened.severity is Severity.CRITICAL
+    assert opened.kind is FindingKind.SILENT_CLIENT and opened.severity is Severity.WARNING
     ledger.queue(opened, NOW)
     gone = _tables(pushing=False)  # the client left the trailing window: no evidence either way
     assert transitions(ledger, current_findings(gone), pushing_instances(gone), NOW) == []
@@ -162,3 +163,57 @@ def test_a_delivery_row_without_an_instance_is_no_client_finding() -> None:
     tables = {"delivery": pd.DataFrame([broker_row, {**_tables(silent=True)["delivery"].iloc[0].to_dict()}])}
     (finding,) = current_findings(tables)
     assert finding.client.client_id == SLOW["client_id"]
+
+
+def test_the_report_and_live_mode_read_the_same_findings_from_the_same_tables() -> None:
+    """One translation (``findings.from_tables``): the report's cards carry live mode's findings, with the
+    same severity and words; the report adds the broker's own silence, which live mode does not alert on."""
+    tables = _tables(NOW - timedelta(minutes=3), silent=True)
+    hour = pd.Timestamp(NOW.replace(minute=0))
+    throttled = {**SLOW, "client_instance_id": "THROTTLED", "status": "throttled", "hour_start": hour}
+    broker_silence = {
+        **{name: None for name in SLOW},
+        "status": "silent",
+        "silent_since": pd.Timestamp(NOW),
+        "hour_start": hour,
+        "broker_node_id": 2,
+        "unseen_instances": 3,
+    }
+    tables["delivery"] = pd.concat(
+        [tables["delivery"], pd.DataFrame([{**throttled, "throttled_pushes": 4.0}, broker_silence])]
+    )
+    tables["broker_client_metrics"] = pd.DataFrame(
+        [
+            {**SLOW, "client_instance_id": "THROTTLED", "high_throttle_ratio": True, "throttle_ratio": ratio,
+             "bucket_start": hour + timedelta(minutes=minute), "broker_node_id": 1}
+            for minute, ratio in ((50, 0.2), (51, 0.6))
+        ]
+    )  # fmt: skip
+    tables["broker_metrics"] = pd.DataFrame(
+        [
+            {"broker_node_id": 1, "bucket_start": hour + timedelta(minutes=m), "plugin_errors": errors,
+             "pushes_exported": 10.0, "plugin_failing": False}
+            for m, errors in ((40, 0.0), (41, 1.0), (42, 2.0))
+        ]
+    )  # fmt: skip
+    live = current_findings(tables)
+    report = [card.finding for card in finding_cards(tables)]
+    assert {f.kind for f in live} == set(FindingKind)
+    by_key = {f.episode_key: f for f in report}
+    for finding in live:
+        shown = by_key.pop(finding.episode_key)
+        assert (shown.severity, shown.summary, shown.since) == (
+            finding.severity,
+            finding.summary,
+            finding.since,
+        )
+    (broker,) = by_key.values()  # the report's only extra: the broker's instances that never pushed
+    assert broker.broker_node_id == 2 and broker.client.client_instance_id is None
+    assert broker.summary == "3 instance(s) known to broker 2 not pushing"
+    throttled_finding = next(f for f in live if f.kind is FindingKind.THROTTLED_CLIENT)
+    # the delivery row (since the hour) and the broker's buckets are one episode; its worst ratio decides
+    assert throttled_finding.since == hour.to_pydatetime()
+    plugin = next(f for f in live if f.kind is FindingKind.PLUGIN_ERRORS)
+    assert plugin.summary == "3 push(es) the plugin failed to export, 30 exported"
+    assert plugin.since == (hour + timedelta(minutes=41)).to_pydatetime()
+    assert plugin.severity is Severity.WARNING
