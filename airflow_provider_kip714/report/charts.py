@@ -37,7 +37,6 @@ PEER_FILL: Final = "rgba(98,125,152,0.22)"
 SEVERITY_COLOURS: Final = {"warning": "#e69f00", "critical": "#d55e00"}
 DEFAULT_TOP: Final = 8
 LABEL_LIMIT: Final = 80
-VALUE_COLUMNS: Final = ("signal", "avg")
 
 
 class Palette:

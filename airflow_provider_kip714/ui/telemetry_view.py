@@ -10,7 +10,6 @@ from dataclasses import dataclass
 import pandas as pd
 
 RECENT_ANOMALIES = 50
-METRICS_PER_CLIENT = 4
 
 ANOMALY_COLUMNS = [
     "severity",
@@ -110,21 +109,6 @@ def clients(rollups: pd.DataFrame, anomalies: pd.DataFrame) -> list[ClientSummar
             )
         )
     return sorted(summaries, key=lambda c: (-c.anomalies, c.client_id, c.client_instance_id))
-
-
-def top_metrics(rollups: pd.DataFrame, client_instance_id: str, anomalies: pd.DataFrame) -> list[str]:
-    """The client's metrics worth a chart: those with anomalies first, then the most observed."""
-    rows = client_rollups(rollups)
-    rows = rows[rows["client_instance_id"] == client_instance_id]
-    if rows.empty:
-        return []
-    flagged: list[str] = []
-    if not anomalies.empty:
-        mine = anomalies[anomalies["client_instance_id"] == client_instance_id]
-        flagged = list(dict.fromkeys(mine.sort_values("breach_end", ascending=False)["metric_name"]))
-    observed = rows.groupby("metric_name").size().sort_values(ascending=False).index.tolist()
-    ordered = [m for m in flagged if m in observed] + [m for m in observed if m not in flagged]
-    return ordered[:METRICS_PER_CLIENT]
 
 
 def metric_series(rollups: pd.DataFrame, client_instance_id: str, metric_name: str) -> pd.DataFrame:

@@ -68,14 +68,10 @@ def _broker_frame(node: str) -> pd.DataFrame:
 
 
 def _every_plot(text: str) -> list[bytes]:
-    series = [plots.Series(text, [START, START + timedelta(minutes=1)], [1.0, 2.0])]
-    lines = [plots.ThresholdLine(text, 1.5, "critical"), plots.ThresholdLine(text, 1e9)]
     return [
         plots.client_metric_png(_series(text), text, text, [2.5], _breaches()),
         plots.client_metric_png(_series(text).iloc[0:0], text, text, [], _breaches()),
         plots.broker_health_png(_broker_frame(text)),
-        plots.metric_png(text, text, series, lines),
-        plots.broker_png(text, _broker_frame(text)),
         plots.message_png(text),
     ]
 
@@ -89,14 +85,13 @@ def test_hostile_labels_render(text: str) -> None:
 @settings(max_examples=25, deadline=None)
 @given(st.text(alphabet=st.sampled_from("$\\^_{}%#&~ax\n"), min_size=1, max_size=12) | st.text(max_size=30))
 def test_generated_labels_render(text: str) -> None:
-    assert plots.metric_png(text, text, [plots.Series(text, [START], [1.0])], []).startswith(PNG_MAGIC)
     assert plots.client_metric_png(_series(text), text, text, [], _breaches()).startswith(PNG_MAGIC)
 
 
 def test_lone_surrogate_in_a_label_renders() -> None:
     """Not valid UTF-8, so never in a table, but a label from Python code may carry one."""
     text = "lone \ud800 surrogate"
-    assert plots.metric_png(text, text, [plots.Series(text, [START], [1.0])], []).startswith(PNG_MAGIC)
+    assert plots.client_metric_png(_series("x"), text, text, [], _breaches()).startswith(PNG_MAGIC)
     assert plots.message_png(text).startswith(PNG_MAGIC)
 
 

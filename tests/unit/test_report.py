@@ -7,6 +7,7 @@ import re
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -369,12 +370,20 @@ def test_report_is_self_contained_with_the_bundled_chart_library(tmp_path: Path)
 
 
 def test_far_away_thresholds_are_listed_not_drawn() -> None:
-    from airflow_provider_kip714.analytics.plots import Series, ThresholdLine, split_off_scale
+    """A 5000 ms rule over 18-26 ms values is named in the note, not drawn (it would flatten the series)."""
+    from airflow_provider_kip714.report.charts import Level, Palette, metric_charts, values_frame
 
-    series = [Series("signal", [START, START + timedelta(seconds=10)], [18.0, 26.0])]
-    near, far, zero = ThresholdLine("near", 40.0), ThresholdLine("far", 5000.0), ThresholdLine("zero", 0.0)
-    assert split_off_scale(series, [near, far, zero]) == ([near, zero], [far])
-    assert split_off_scale([], [far]) == ([far], [])
+    times = [START, START + timedelta(seconds=10)]
+    rows = pd.DataFrame(
+        {"client_instance_id": "A", "metric_name": FETCH, "attributes_key": "", "bucket_start": times,
+         "signal": [18.0, 26.0]}
+    )  # fmt: skip
+    levels = [Level("near", 40.0), Level("far", 5000.0), Level("zero", 0.0)]
+    (chart,) = metric_charts(
+        values_frame(rows), {"A": "a"}, Palette(), {}, {}, levels={FETCH: levels}, budget=1
+    ).charts
+    assert [line.label for line in chart.lines] == ["a", "near 40", "zero 0"]
+    assert "Off scale, not drawn: far 5000." in chart.note
 
 
 def test_report_url_matches_the_zone_folder_name(tmp_path: Path) -> None:
