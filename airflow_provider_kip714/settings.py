@@ -27,15 +27,19 @@ from airflow_provider_kip714.exceptions import Kip714Error
 KAFKA_CONN_ENV: Final = "KIP714_KAFKA_CONN_ID"
 REAPER_CONN_IDS_ENV: Final = "KIP714_REAPER_CONN_IDS"
 DEFAULT_KAFKA_CONN_ID: Final = "kafka_default"
-# Airflow connection ids: letters, digits, dashes, dots, underscores (also what task ids may hold).
 _CONN_ID: Final = re.compile(r"[A-Za-z0-9_.-]{1,250}")
+CONN_ID_RULE: Final = "letters, digits, '.', '-', '_'; 1 to 250"
+"""What an Airflow connection id may hold, as the one-line errors say it (also what task ids may hold)."""
+
+
+def is_conn_id(value: object) -> bool:
+    """Whether ``value`` can be an Airflow connection id: the one check every entry point makes."""
+    return isinstance(value, str) and _CONN_ID.fullmatch(value) is not None
 
 
 def _checked(conn_id: str, variable: str) -> str:
-    if not _CONN_ID.fullmatch(conn_id):
-        raise Kip714Error(
-            f"{variable}: {conn_id!r} is not a connection id (letters, digits, '.', '-', '_'; 1 to 250)"
-        )
+    if not is_conn_id(conn_id):
+        raise Kip714Error(f"{variable}: {conn_id!r} is not a connection id ({CONN_ID_RULE})")
     return conn_id
 
 

@@ -24,7 +24,8 @@ from airflow.sdk import (
     task,
 )
 
-from airflow_provider_kip714.findings.alerts import ALERTS_VARIABLE, RECONCILE_WINDOW, run_alerts
+from airflow_provider_kip714.findings.alert_settings import ALERTS_VARIABLE
+from airflow_provider_kip714.findings.alerts import RECONCILE_WINDOW, run_alerts
 from airflow_provider_kip714.findings.announce import findings_asset
 from airflow_provider_kip714.findings.store import LiveStore
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import re
 import sys
 import uuid
 from collections.abc import Callable
@@ -22,6 +21,7 @@ from airflow_provider_kip714.cli.client_settings import command_config_extra
 from airflow_provider_kip714.cli.output import result
 from airflow_provider_kip714.clock import SystemClock
 from airflow_provider_kip714.exceptions import ClientMetricsAdminError, SubscriptionValidationError
+from airflow_provider_kip714.settings import CONN_ID_RULE, is_conn_id
 from airflow_provider_kip714.subscriptions.admin import ClientMetricsAdmin
 from airflow_provider_kip714.subscriptions.duration import parse_window_length
 from airflow_provider_kip714.subscriptions.kafka_python_config import (
@@ -43,7 +43,6 @@ from airflow_provider_kip714.subscriptions.window_name import (
 from airflow_provider_kip714.troubleshooting.guardrails import check_subscription
 
 DEFAULT_LABEL = "cli"
-_CONN_ID = re.compile(r"[A-Za-z0-9_.-]{1,250}", re.ASCII)
 
 
 def _connection_options(parser: argparse.ArgumentParser) -> None:
@@ -120,9 +119,9 @@ def _open_admin(args: argparse.Namespace) -> ClientMetricsAdmin:
             "--conn-id", "use either --conn-id or --bootstrap-server/--command-config"
         )
     if args.conn_id:
-        if not _CONN_ID.fullmatch(args.conn_id):
+        if not is_conn_id(args.conn_id):
             raise SubscriptionValidationError(
-                "--conn-id", "must be an Airflow connection id (letters, digits, '.', '-', '_')", args.conn_id
+                "--conn-id", f"must be an Airflow connection id ({CONN_ID_RULE})", args.conn_id
             )
         if logging.getLogger().getEffectiveLevel() > logging.DEBUG:
             logging.getLogger("airflow").setLevel(logging.WARNING)  # config-loading chatter

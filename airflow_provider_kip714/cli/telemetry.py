@@ -24,6 +24,7 @@ from airflow_provider_kip714.contract.topic import DEFAULT_TELEMETRY_TOPIC
 from airflow_provider_kip714.decoding.decoder import VALUE_FORMATS
 from airflow_provider_kip714.exceptions import Kip714Error
 from airflow_provider_kip714.storage.data_root import checked_location
+from airflow_provider_kip714.subscriptions.model import prefix_matches
 from airflow_provider_kip714.telemetry import reader
 from airflow_provider_kip714.telemetry.landing import (
     DEFAULT_CHUNK_INTERVAL_S,
@@ -267,7 +268,7 @@ def _series_name(row: dict[str, Any]) -> str:
 
 
 def _wanted(row: dict[str, Any], prefixes: Iterable[str] | None, client_pattern: Any) -> bool:
-    if prefixes and not any(row["metric_name"].startswith(prefix) for prefix in prefixes):
+    if prefixes and not prefix_matches(row["metric_name"], prefixes):
         return False
     return client_pattern is None or client_pattern.fullmatch(row.get("client_id") or "") is not None
 

@@ -8,6 +8,8 @@ not printable reads as its escape (``\\x1b``), and a very long value is cut.
 
 from __future__ import annotations
 
+from urllib.parse import urlsplit
+
 
 def printable(text: object, limit: int | None = None) -> str:
     """``str(text)`` with non-printable characters escaped, cut to ``limit`` characters (with '…')."""
@@ -16,3 +18,11 @@ def printable(text: object, limit: int | None = None) -> str:
 
 
 __all__ = ["printable"]
+
+
+def safe_link(url: object) -> str | None:
+    """``url`` if it is an http(s) URL without control characters, else None (never a ``javascript:``)."""
+    if not isinstance(url, str) or not url.isprintable() or len(url) > 2000:
+        return None
+    parts = urlsplit(url)
+    return url if parts.scheme in ("http", "https") and parts.netloc else None

@@ -11,30 +11,29 @@ finding already sent, or already pending, is not taken again (the ledger remembe
 hour the DAG received the finding); the findings past that wait for one digest per kind and hour,
 sent by the first run after that hour ends (the DAG also runs every ten minutes for that reason).
 
-**Any notifier.** A mail is an ``AlertMail``; a channel turns it into an Airflow ``BaseNotifier`` and
-calls it with the task's context plus ``kip714_alert`` (the ``AlertMail``). The notifier's templated
-fields refer to it (``"{{ kip714_alert.subject }}"``): Jinja inserts a value without evaluating it
-again, so a client id such as ``{{ conf }}`` stays text. The e-mail channel is the SMTP provider's
-``SmtpNotifier`` on an Airflow SMTP connection.
-
-**Client text is data.** Everything a client controls passes ``printable`` (control characters such as
-CR/LF become visible escapes, so no header can be forged) with a length cap, and HTML escaping in the
-body; a link is kept only if it is an http(s) URL.
+**Where the pieces live.** The Variable's settings: ``alert_settings``; composing a mail or a digest
+(client text kept as text): ``alert_mail``; the channels (any Airflow notifier, or SMTP): ``alert_channels``.
+This module holds the ledger's side: receive, deliver, and the task's ``run_alerts``.
 """
 
 from __future__ import annotations
 
-import html
 import logging
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, Final, Protocol
-from urllib.parse import urlsplit
+from typing import Any, Final
 
 from airflow_provider_kip714.contract.client_text import printable
 from airflow_provider_kip714.exceptions import Kip714Error
+from airflow_provider_kip714.findings.alert_channels import (
+    CONTEXT_KEY,
+    AlertChannel,
+    SmtpChannel,
+)
+from airflow_provider_kip714.findings.alert_mail import TEXT_LIMIT, AlertMail, compose_digest, compose_mail
+from airflow_provider_kip714.findings.alert_settings import AlertConfigError, AlertSettings
 from airflow_provider_kip714.findings.events import findings_of_events
 from airflow_provider_kip714.findings.model import Finding, Transition
 from airflow_provider_kip714.findings.store import (
@@ -44,272 +43,18 @@ from airflow_provider_kip714.findings.store import (
     PendingAlert,
     SentAlert,
 )
-from airflow_provider_kip714.settings import variable_settings
-
-if TYPE_CHECKING:
-    from airflow.sdk.bases.notifier import BaseNotifier
 
 log = logging.getLogger(__name__)
 
-ALERTS_VARIABLE: Final = "kip714_alerts"
-"""The Airflow Variable (JSON) holding ``AlertSettings``."""
-CONTEXT_KEY: Final = "kip714_alert"
-"""The context key under which a notifier's templates find the ``AlertMail``."""
 RECONCILE_WINDOW: Final = timedelta(hours=1)
 """How far back each run also reads the findings asset's events (an event no run was triggered by)."""
 SENT_RETENTION: Final = timedelta(days=7)
 """How long a sent transition is remembered (an event re-delivered within it is not mailed again)."""
-TEXT_LIMIT: Final = 300
-"""Characters kept of one client-controlled value in a mail."""
-SUBJECT_LIMIT: Final = 200
 HOUR: Final = timedelta(hours=1)
-
-
-class AlertConfigError(Kip714Error, ValueError):
-    """The alert settings or channel are unusable; the message is one line naming what to fix."""
 
 
 class AlertDeliveryError(Kip714Error, RuntimeError):
     """A notifier failed; the message says why and how many findings wait for the next run."""
-
-
-@dataclass(frozen=True)
-class AlertSettings:
-    """The ``kip714_alerts`` Variable: where mails go and how many per kind and hour."""
-
-    to: tuple[str, ...] = ()
-    smtp_conn_id: str = "smtp_default"
-    from_email: str | None = None
-    max_mails_per_kind_per_hour: int = 5
-    notify_resolved: bool = True
-    ui_url: str | None = None
-    """The findings page, linked from a mail when the finding carries no link of its own."""
-
-    @classmethod
-    def from_json(cls, body: object) -> AlertSettings:
-        """Parse the Variable's value (a JSON object or its text); ``AlertConfigError`` names the field."""
-        body = variable_settings(body, ALERTS_VARIABLE, cls.__dataclass_fields__, AlertConfigError)
-        if body is None:
-            return cls()
-        to = body.get("to", [])
-        if isinstance(to, str):
-            to = [part.strip() for part in to.replace(";", ",").split(",") if part.strip()]
-        if not isinstance(to, list) or not all(isinstance(a, str) and _address_ok(a) for a in to):
-            raise AlertConfigError(f"{ALERTS_VARIABLE}.to: must be a list of e-mail addresses")
-        limit = body.get("max_mails_per_kind_per_hour", 5)
-        if isinstance(limit, bool) or not isinstance(limit, int) or not 0 <= limit <= 1000:
-            raise AlertConfigError(
-                f"{ALERTS_VARIABLE}.max_mails_per_kind_per_hour: must be a whole number 0..1000"
-            )
-        conn_id = body.get("smtp_conn_id", "smtp_default")
-        if not isinstance(conn_id, str) or not conn_id.strip():
-            raise AlertConfigError(f"{ALERTS_VARIABLE}.smtp_conn_id: must name an Airflow connection")
-        from_email = body.get("from_email")
-        if from_email is not None and not (isinstance(from_email, str) and _address_ok(from_email)):
-            raise AlertConfigError(f"{ALERTS_VARIABLE}.from_email: must be an e-mail address")
-        resolved = body.get("notify_resolved", True)
-        if not isinstance(resolved, bool):
-            raise AlertConfigError(f"{ALERTS_VARIABLE}.notify_resolved: must be true or false")
-        ui_url = body.get("ui_url")
-        if ui_url is not None and safe_link(ui_url) is None:
-            raise AlertConfigError(f"{ALERTS_VARIABLE}.ui_url: must be an http(s) URL")
-        return cls(tuple(to), conn_id.strip(), from_email, limit, resolved, ui_url)
-
-
-def _address_ok(address: str) -> bool:
-    """One plain address: an ``@``, no spaces, no control characters (it goes into a header)."""
-    return "@" in address and address.isprintable() and not any(c in address for c in ' ,;<>"')
-
-
-def safe_link(url: object) -> str | None:
-    """``url`` if it is an http(s) URL without control characters, else None (never a ``javascript:``)."""
-    if not isinstance(url, str) or not url.isprintable() or len(url) > 2000:
-        return None
-    parts = urlsplit(url)
-    return url if parts.scheme in ("http", "https") and parts.netloc else None
-
-
-@dataclass(frozen=True)
-class AlertMail:
-    """One message: a finding on its own, or the digest of a kind's findings past the hourly limit."""
-
-    subject: str
-    text: str
-    html: str
-    message_id: str
-    kind: str
-    findings: tuple[Finding, ...]
-    digest: bool = False
-
-
-def _t(value: object, limit: int = TEXT_LIMIT) -> str:
-    """Client text for a mail: control characters escaped, cut to ``limit``."""
-    return printable("" if value is None else value, limit)
-
-
-def _h(value: object, limit: int = TEXT_LIMIT) -> str:
-    return html.escape(_t(value, limit), quote=True)
-
-
-def _headline(finding: Finding) -> str:
-    state = " resolved" if finding.transition is Transition.RESOLVED else ""
-    return f"{finding.severity.value.upper()} {finding.kind.value}{state}"
-
-
-def _rows(finding: Finding) -> list[tuple[str, object]]:
-    client = finding.client
-    how_bad = None
-    if finding.observed is not None:
-        how_bad = f"{finding.observed:g}"
-        if finding.expected is not None:
-            how_bad += f" against {finding.expected:g} ({finding.against or 'expected'})"
-    rows: list[tuple[str, object]] = [
-        ("Severity", finding.severity.value),
-        ("Finding", f"{finding.kind.value} ({finding.transition.value})"),
-        ("What", finding.summary),
-        ("Client id", client.client_id),
-        ("Client instance", client.client_instance_id),
-        ("Software", " ".join(v for v in (client.client_software_name, client.client_software_version) if v)),
-        ("Principal", client.principal),
-        ("Source address", client.client_source_address),
-        ("Broker", finding.broker_node_id),
-        ("Metric", finding.metric_name),
-        ("Observed", how_bad),
-        ("Peer group", finding.peer_group),
-        ("Since", finding.since.isoformat()),
-        ("Ended", finding.ended.isoformat() if finding.ended else None),
-        ("Finding id", finding.finding_id),
-    ]
-    return [(name, value) for name, value in rows if value not in (None, "")]
-
-
-def _link(finding: Finding, settings: AlertSettings) -> str | None:
-    return safe_link(finding.link) or safe_link(settings.ui_url)
-
-
-def compose_mail(finding: Finding, settings: AlertSettings) -> AlertMail:
-    """One finding's mail: the subject names severity, kind and who; the body everything else."""
-    subject = _t(f"[kip714] {_headline(finding)}: {_t(finding.subject, 120)}: {_t(finding.summary, 120)}")
-    subject = _t(subject, SUBJECT_LIMIT)
-    link = _link(finding, settings)
-    text_rows = [f"{name}: {_t(value)}" for name, value in _rows(finding)]
-    text = "\n".join([subject, "", *text_rows, *([f"UI: {link}"] if link else [])])
-    table = "".join(f"<tr><th align='left'>{_h(n)}</th><td>{_h(v)}</td></tr>" for n, v in _rows(finding))
-    body = (
-        f"<p><b>{_h(_headline(finding))}</b>: {_h(finding.subject)}</p>"
-        f"<p>{_h(finding.summary)}</p><table>{table}</table>"
-        + (f"<p><a href='{html.escape(link, quote=True)}'>Open in the kip714 UI</a></p>" if link else "")
-    )
-    return AlertMail(
-        subject=subject,
-        text=text,
-        html=body,
-        message_id=f"<{finding.finding_id}.{finding.transition.value}@kip714>",
-        kind=finding.kind.value,
-        findings=(finding,),
-    )
-
-
-def compose_digest(
-    kind: str, hour: datetime, findings: Sequence[Finding], settings: AlertSettings
-) -> AlertMail:
-    """The one digest of ``kind``'s findings past the limit in ``hour``: a line and a row per finding."""
-    span = f"{hour:%Y-%m-%d %H:00}-{hour + HOUR:%H:00} UTC"
-    subject = _t(
-        f"[kip714] digest: {len(findings)} more {kind} finding(s) in {span} "
-        f"(limit {settings.max_mails_per_kind_per_hour} mails per kind and hour)",
-        SUBJECT_LIMIT,
-    )
-    lines = [
-        f"- {_headline(f)}: {_t(f.subject, 120)}: {_t(f.summary, 160)} (since {f.since.isoformat()}, "
-        f"{f.finding_id})"
-        for f in findings
-    ]
-    link = safe_link(settings.ui_url)
-    text = "\n".join([subject, "", *lines, *([f"UI: {link}"] if link else [])])
-    rows = "".join(
-        f"<tr><td>{_h(_headline(f))}</td><td>{_h(f.subject)}</td><td>{_h(f.summary)}</td>"
-        f"<td>{_h(f.since.isoformat())}</td><td>{_link_html(_link(f, settings))}</td></tr>"
-        for f in findings
-    )
-    body = (
-        f"<p>{_h(subject, SUBJECT_LIMIT)}</p><table><tr><th>Finding</th><th>Who</th><th>What</th>"
-        f"<th>Since</th><th></th></tr>{rows}</table>"
-    )
-    return AlertMail(
-        subject=subject,
-        text=text,
-        html=body,
-        message_id=f"<digest.{kind}.{hour:%Y%m%dT%H}@kip714>",
-        kind=kind,
-        findings=tuple(findings),
-        digest=True,
-    )
-
-
-def _link_html(link: str | None) -> str:
-    return f"<a href='{html.escape(link, quote=True)}'>open</a>" if link else ""
-
-
-class AlertChannel(Protocol):
-    """Where mails go: ``check`` refuses an unusable configuration before anything is sent."""
-
-    name: str
-
-    def check(self) -> None: ...
-
-    def notifier(self, mail: AlertMail) -> BaseNotifier: ...
-
-
-@dataclass(frozen=True)
-class NotifierChannel:
-    """Any Airflow notifier: ``factory`` builds a fresh one per mail (rendering mutates a notifier)."""
-
-    name: str
-    factory: Callable[[AlertMail], BaseNotifier]
-
-    def check(self) -> None:
-        return None
-
-    def notifier(self, mail: AlertMail) -> BaseNotifier:
-        return self.factory(mail)
-
-
-@dataclass(frozen=True)
-class SmtpChannel:
-    """E-mail through the SMTP provider's ``SmtpNotifier`` on the settings' Airflow connection."""
-
-    settings: AlertSettings
-    name: str = "smtp"
-
-    def check(self) -> None:
-        """Recipients set, the connection exists: one line naming what to fix otherwise."""
-        from airflow.sdk import BaseHook
-        from airflow.sdk.exceptions import AirflowNotFoundException
-
-        if not self.settings.to:
-            raise AlertConfigError(f"{ALERTS_VARIABLE}.to: no recipient configured")
-        try:
-            connection = BaseHook.get_connection(self.settings.smtp_conn_id)
-        except AirflowNotFoundException:
-            raise AlertConfigError(
-                f"SMTP connection {self.settings.smtp_conn_id!r} does not exist "
-                f"(create it, or name another in {ALERTS_VARIABLE}.smtp_conn_id)"
-            ) from None
-        if not connection.host:
-            raise AlertConfigError(f"SMTP connection {self.settings.smtp_conn_id!r} has no host")
-
-    def notifier(self, mail: AlertMail) -> BaseNotifier:
-        from airflow.providers.smtp.notifications.smtp import SmtpNotifier
-
-        return SmtpNotifier(
-            to=list(self.settings.to),
-            from_email=self.settings.from_email,
-            smtp_conn_id=self.settings.smtp_conn_id,
-            subject="{{ " + CONTEXT_KEY + ".subject }}",
-            html_content="{{ " + CONTEXT_KEY + ".html }}",
-            custom_headers={"Message-ID": mail.message_id},
-        )
 
 
 @dataclass

@@ -36,7 +36,7 @@ from airflow_provider_kip714.findings.model import Finding
 from airflow_provider_kip714.findings.store import CycleStart, LiveStatus, LiveStore
 from airflow_provider_kip714.live.settings import LiveSettings
 from airflow_provider_kip714.storage.data_root import RunArea, StoragePath
-from airflow_provider_kip714.telemetry.landing_zone import LandingZone
+from airflow_provider_kip714.telemetry.landing_zone import LandingZone, next_offsets
 
 log = logging.getLogger(__name__)
 
@@ -65,11 +65,8 @@ def begin_cycle(
 ) -> CyclePlan:
     """Record where this cycle's landing starts, and plan the analysis of ``[now - lookback, now)``."""
     committed = LandingZone(landing_zone, topic).committed()
-    next_offsets: dict[int, int] = {}
-    for chunk, _ in committed:
-        next_offsets[chunk.partition] = max(next_offsets.get(chunk.partition, 0), chunk.last_offset + 1)
     cycles = [cycle for cycle in store.cycle_starts() if cycle.at >= now - KEPT_CYCLES]
-    cycles.append(CycleStart(now, next_offsets))
+    cycles.append(CycleStart(now, next_offsets(chunk for chunk, _ in committed)))
     store.write_cycle_starts(cycles)
     start = now - settings.lookback
     return CyclePlan(start, now, chunks_from(cycles, start - CLOCK_SLACK))

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Final
 
+from airflow_provider_kip714.contract.client_text import safe_link
 from airflow_provider_kip714.exceptions import Kip714Error
 from airflow_provider_kip714.subscriptions.duration import parse_duration
 
@@ -66,7 +67,7 @@ class LiveSettings:
             ui_base_url=environ.get(UI_BASE_URL_ENV, "").strip().rstrip("/") or None,
             every=_every(environ.get(EVERY_ENV, "").strip()),
         )
-        if settings.ui_base_url is not None and not settings.ui_base_url.startswith(("http://", "https://")):
+        if settings.ui_base_url is not None and safe_link(settings.ui_base_url) is None:
             raise Kip714Error(
                 f"{UI_BASE_URL_ENV}: must be an http:// or https:// URL (the link findings carry)"
             )

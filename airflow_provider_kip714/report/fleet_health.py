@@ -40,6 +40,7 @@ from airflow_provider_kip714.report.charts import (
 )
 from airflow_provider_kip714.report.html import details, records, scroll_table, table, text
 from airflow_provider_kip714.storage.data_root import RunArea
+from airflow_provider_kip714.subscriptions.model import prefix_matches
 
 SILENT_COLUMNS = (
     ("client_id", "client id"),
@@ -116,8 +117,8 @@ def capability_matrix(
         return [], []
     frame = capabilities.copy()
     frame["library"] = frame["client_software_name"] + " " + frame["client_software_version"]
-    if prefixes and not any(p in ("*", "") for p in prefixes):
-        frame = frame[frame["metric_name"].map(lambda name: any(name.startswith(p) for p in prefixes))]
+    if prefixes:
+        frame = frame[frame["metric_name"].map(lambda name: prefix_matches(name, prefixes))]
     libraries = sorted(
         set(capabilities["client_software_name"] + " " + capabilities["client_software_version"])
     )

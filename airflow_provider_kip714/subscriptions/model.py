@@ -35,6 +35,11 @@ ALL_METRICS = "*"
 MAX_NAME_LENGTH = 255
 
 
+def prefix_matches(metric_name: str, prefixes: Iterable[str]) -> bool:
+    """Kafka's rule: a metric is sent when its name starts with a prefix; ``*`` or ``""`` is every metric."""
+    return any(prefix in (ALL_METRICS, "") or metric_name.startswith(prefix) for prefix in prefixes)
+
+
 def _split_list(value: str | Iterable[str] | None) -> list[str]:
     if value is None:
         return []

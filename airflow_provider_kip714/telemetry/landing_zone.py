@@ -223,18 +223,7 @@ class LandingZone:
             log.warning(
                 "landing zone %s: removed %d file(s) left by an interrupted run", self.root, len(orphans)
             )
-        next_offsets: dict[int, int] = {}
-        previous: ChunkId | None = None
-        for chunk in sorted(chunk for chunk, _ in committed):
-            same_partition = previous is not None and previous.partition == chunk.partition
-            if same_partition and chunk.first_offset <= previous.last_offset:  # type: ignore[union-attr]
-                raise LandingError(
-                    f"{COMMITS_DIR}/: chunks {previous.stem} and {chunk.stem} overlap; "  # type: ignore[union-attr]
-                    "the landing zone was modified by hand or by two writers"
-                )
-            next_offsets[chunk.partition] = chunk.last_offset + 1
-            previous = chunk
-        return next_offsets
+        return next_offsets(chunk for chunk, _ in committed)
 
     # ---- writing -------------------------------------------------------------------------------
 
@@ -387,3 +376,20 @@ def _split_by_hour(datapoints: pa.Table) -> list[tuple[tuple[str, int], pa.Table
 def datapoints_uri(out_dir: str | os.PathLike[str]) -> str:
     """The URI of a landing zone's datapoints (what the landing operator's Asset points at)."""
     return storage_uri(as_storage_path(out_dir) / DATAPOINTS_DIR)
+
+
+def next_offsets(chunks: Iterable[ChunkId]) -> dict[int, int]:
+    """The next offset to land per partition after the committed ``chunks``; overlapping chunks (a zone
+    changed by hand or by two writers) are refused, as landing on them could duplicate records."""
+    following: dict[int, int] = {}
+    previous: ChunkId | None = None
+    for chunk in sorted(chunks):
+        same_partition = previous is not None and previous.partition == chunk.partition
+        if same_partition and chunk.first_offset <= previous.last_offset:  # type: ignore[union-attr]
+            raise LandingError(
+                f"{COMMITS_DIR}/: chunks {previous.stem} and {chunk.stem} overlap; "  # type: ignore[union-attr]
+                "the landing zone was modified by hand or by two writers"
+            )
+        following[chunk.partition] = chunk.last_offset + 1
+        previous = chunk
+    return following

@@ -33,7 +33,12 @@ from airflow_provider_kip714.contract.instance_id import to_kafka_form
 from airflow_provider_kip714.exceptions import Kip714Error
 from airflow_provider_kip714.findings.model import EXTRA_KEY, Finding, Transition
 from airflow_provider_kip714.findings.store import AutoWindow, LiveStore
-from airflow_provider_kip714.settings import scheduled_kafka_conn_id, variable_settings
+from airflow_provider_kip714.settings import (
+    CONN_ID_RULE,
+    is_conn_id,
+    scheduled_kafka_conn_id,
+    variable_settings,
+)
 from airflow_provider_kip714.subscriptions.duration import parse_duration
 from airflow_provider_kip714.subscriptions.model import MIN_INTERVAL_MS
 from airflow_provider_kip714.troubleshooting.form import BUCKETS, MAX_WINDOW_S, MIN_WINDOW_S, OPENED_BY_KEY
@@ -80,9 +85,9 @@ class AutoWindowSettings:
         if not isinstance(enabled, bool):
             raise AutoWindowConfigError(f"{AUTO_WINDOWS_VARIABLE}.enabled: must be true or false")
         conn = body.get("kafka_config_id", defaults.kafka_config_id)
-        if not isinstance(conn, str) or not re.fullmatch(r"[A-Za-z0-9_.-]{1,250}", conn):
+        if not is_conn_id(conn):
             raise AutoWindowConfigError(
-                f"{AUTO_WINDOWS_VARIABLE}.kafka_config_id: must name an Airflow connection"
+                f"{AUTO_WINDOWS_VARIABLE}.kafka_config_id: must name an Airflow connection ({CONN_ID_RULE})"
             )
         bounds = {
             "window_minutes": (MIN_WINDOW_S // 60 or 1, MAX_WINDOW_S // 60),

@@ -31,6 +31,7 @@ from airflow_provider_kip714.contract.client_text import printable
 from airflow_provider_kip714.contract.selectors import compile_pattern
 from airflow_provider_kip714.exceptions import ClusterUnreachableError
 from airflow_provider_kip714.storage.data_root import RunArea, live_area, scheduled_area, troubleshoot_areas
+from airflow_provider_kip714.subscriptions.model import prefix_matches
 
 log = logging.getLogger(__name__)
 
@@ -43,7 +44,6 @@ POINT_BYTES = 48
 """One data point: start and end time (fixed64), value (double), one short label, framing."""
 NEAR_LIMIT = 0.8
 """Warn from this share of ``telemetry.max.bytes`` up: pushes grow with partitions and nodes."""
-ALL_METRICS = "*"
 
 
 @dataclass(frozen=True)
@@ -108,11 +108,6 @@ def load_capabilities_of(areas: Sequence[RunArea]) -> list[Capability]:
         )
         for row in latest.itertuples()
     ]
-
-
-def prefix_matches(metric_name: str, prefixes: Sequence[str]) -> bool:
-    """Kafka's rule: a metric is sent when its name starts with a prefix; ``*`` or ``""`` is every metric."""
-    return any(prefix in (ALL_METRICS, "") or metric_name.startswith(prefix) for prefix in prefixes)
 
 
 def _selected(library: tuple[str, str], selectors: Mapping[str, str]) -> bool:

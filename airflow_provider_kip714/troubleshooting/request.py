@@ -7,7 +7,6 @@ when the window opens), the rest (thresholds, bucket, counts) here. Errors name 
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from dataclasses import fields as dataclass_fields
@@ -22,6 +21,7 @@ from airflow_provider_kip714.contract.selectors import (
 )
 from airflow_provider_kip714.exceptions import SubscriptionValidationError
 from airflow_provider_kip714.findings.model import EXTRA_KEY, Finding, FindingError
+from airflow_provider_kip714.settings import CONN_ID_RULE, is_conn_id
 from airflow_provider_kip714.subscriptions.model import (
     ALL_METRICS,
     MAX_INTERVAL_MS,
@@ -125,11 +125,9 @@ class TroubleshootingRequest:
         if bucket not in BUCKETS:
             raise SubscriptionValidationError("bucket", f"must be one of {', '.join(BUCKETS)}", bucket)
         kafka_config_id = params.get("kafka_config_id")
-        if not isinstance(kafka_config_id, str) or not _CONN_ID.fullmatch(kafka_config_id.strip()):
+        if not isinstance(kafka_config_id, str) or not is_conn_id(kafka_config_id.strip()):
             raise SubscriptionValidationError(
-                "kafka_config_id",
-                "must name an Airflow connection (letters, digits, '_', '.', '-'; at most 250)",
-                kafka_config_id,
+                "kafka_config_id", f"must name an Airflow connection ({CONN_ID_RULE})", kafka_config_id
             )
         thresholds = params.get("thresholds")
         use_default_rules = params["use_default_rules"]
@@ -207,7 +205,6 @@ class TroubleshootingRequest:
 
 
 _MAX_FIELD_NAME = 80
-_CONN_ID = re.compile(r"[A-Za-z0-9_.-]{1,250}", re.ASCII)
 
 
 def _opened_by(value: object) -> dict[str, Any] | None:

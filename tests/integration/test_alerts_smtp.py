@@ -24,12 +24,9 @@ from airflow.sdk.execution_time.comms import AssetEventDagRunReferenceResult
 from airflow.sdk.execution_time.context import TriggeringAssetEventsAccessor
 from kip714_dev.smtp_sink import SmtpSink, free_port
 
-from airflow_provider_kip714.findings.alerts import (
-    AlertConfigError,
-    AlertDeliveryError,
-    NotifierChannel,
-    run_alerts,
-)
+from airflow_provider_kip714.findings.alert_channels import NotifierChannel
+from airflow_provider_kip714.findings.alert_settings import AlertConfigError
+from airflow_provider_kip714.findings.alerts import AlertDeliveryError, run_alerts
 from airflow_provider_kip714.findings.model import (
     FINDINGS_ASSET_NAME,
     ClientIdentity,

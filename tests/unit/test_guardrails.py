@@ -9,11 +9,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from airflow_provider_kip714.subscriptions.model import prefix_matches
 from airflow_provider_kip714.troubleshooting.guardrails import (
     Capability,
     check_window,
     estimate_push_bytes,
-    prefix_matches,
 )
 
 JAVA = [

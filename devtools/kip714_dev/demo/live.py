@@ -28,7 +28,9 @@ from pathlib import Path
 from typing import Any, Final
 
 from airflow_provider_kip714.contract.client_text import printable
-from airflow_provider_kip714.findings.alerts import AlertSettings, SmtpChannel, deliver, receive
+from airflow_provider_kip714.findings.alert_channels import SmtpChannel
+from airflow_provider_kip714.findings.alert_settings import AlertSettings
+from airflow_provider_kip714.findings.alerts import deliver, receive
 from airflow_provider_kip714.findings.announce import announce, announced_keys
 from airflow_provider_kip714.findings.model import Finding, FindingKind, Transition
 from airflow_provider_kip714.findings.store import LiveStore
