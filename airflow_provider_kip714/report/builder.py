@@ -3,7 +3,7 @@
 Inputs are the Spark apps' tables under ``<zone>/analytics`` (rollups, thresholds, anomalies,
 broker_metrics, broker_client_metrics, delivery, convergence, capabilities); any of them may be missing
 or empty (a window where nothing breached, a cluster without broker records), and the page says so
-instead of failing. Static PNGs stay where no browser reads them (``analytics.plots``, for mail).
+instead of failing. Charts are interactive (``charts``, the bundled uPlot); mails carry text and a link.
 """
 
 from __future__ import annotations

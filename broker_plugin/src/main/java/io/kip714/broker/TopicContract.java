@@ -1,8 +1,8 @@
 package io.kip714.broker;
 
 /**
- * Names of the telemetry topic contract (DESIGN.md "telemetry topic contract"); the Python side
- * holds the same names in airflow_provider_kip714/topic_contract.py.
+ * Names of the telemetry topic contract (docs/topic-contract.md); the Python side holds the same
+ * names in airflow_provider_kip714/contract/topic.py.
  */
 final class TopicContract {
     static final String DEFAULT_TOPIC = "_client_telemetry";
