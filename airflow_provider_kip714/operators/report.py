@@ -79,13 +79,13 @@ class TroubleshootingReportOperator(BaseOperator):
 
     def execute(self, context: Any) -> str:
         run_id = context["run_id"]
-        zone = troubleshoot_area(run_id, root=Path(self.data_dir) if self.data_dir else None)
+        area = troubleshoot_area(run_id, root=Path(self.data_dir) if self.data_dir else None)
         start, end = _instant(self.window_start), _instant(self.window_end)
         window = (start, end) if start is not None and end is not None else None
-        write_run_owner(zone, self.dag_id, run_id)  # the UI shows the run to users who may read its runs
-        self.log.info("Building the report of %s from %s", run_id, zone.analytics)
+        write_run_owner(area, self.dag_id, run_id)  # the UI shows the run to users who may read its runs
+        self.log.info("Building the report of %s from %s", run_id, area.analytics)
         result = build_report(
-            zone,
+            area,
             title=self.title,
             dag_id=self.dag_id,
             request=dict(self.request or {}),

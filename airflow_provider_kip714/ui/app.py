@@ -120,11 +120,11 @@ def render_page(run_key: str, filters: findings_view.Filters, user: Any) -> str:
     """Gather everything the page shows; each section copes with missing data on its own."""
     choice = _run_or_404(run_key, user)
     now = datetime.now(UTC)
-    view = findings_view.run_view(choice.zone, filters)
-    broker_metrics = read_table(choice.zone, "broker_metrics")
-    delivery = read_table(choice.zone, "delivery")
+    view = findings_view.run_view(choice.area, filters)
+    broker_metrics = read_table(choice.area, "broker_metrics")
+    delivery = read_table(choice.area, "delivery")
     silent, _ = fleet_health.delivery_rows(delivery)
-    windows, _ = fleet_health.convergence_rows(read_table(choice.zone, "convergence"))
+    windows, _ = fleet_health.convergence_rows(read_table(choice.area, "convergence"))
     subscriptions = _subscriptions(user)
     runs = visible_runs(user)
     live = (
@@ -139,7 +139,7 @@ def render_page(run_key: str, filters: findings_view.Filters, user: Any) -> str:
         now=now,
         run=choice,
         runs=runs,
-        analytics_path=str(choice.zone.analytics),
+        analytics_path=str(choice.area.analytics),
         subscriptions=subscriptions,
         filters=filters,
         choices=view.choices,
@@ -164,18 +164,18 @@ def render_page(run_key: str, filters: findings_view.Filters, user: Any) -> str:
         convergence_columns=fleet_health.CONVERGENCE_WINDOW_COLUMNS,
         active_names={row.name for row in subscriptions.rows},
         live_convergence=live_convergence(subscriptions, runs, datetime.now(UTC)),
-        libraries=_records(telemetry_view.library_capabilities(read_table(choice.zone, "capabilities"))),
+        libraries=_records(telemetry_view.library_capabilities(read_table(choice.area, "capabilities"))),
         library_columns=telemetry_view.LIBRARY_COLUMNS,
         **_content_html(view),
     )
 
 
 def client_chart(choice: RunChoice, client: str, metric: str) -> bytes:
-    zone = choice.zone
+    area = choice.area
     selected = {"client_instance_id": client, "metric_name": metric}
-    rollups = read_table(zone, "rollups", columns=ROLLUP_CHART_COLUMNS, equal=selected)
-    breaches = read_table(zone, "anomalies", equal=selected)  # already this client's and this metric's
-    thresholds = read_table(zone, "thresholds", equal={"metric_name": metric})
+    rollups = read_table(area, "rollups", columns=ROLLUP_CHART_COLUMNS, equal=selected)
+    breaches = read_table(area, "anomalies", equal=selected)  # already this client's and this metric's
+    thresholds = read_table(area, "thresholds", equal={"metric_name": metric})
     series = telemetry_view.metric_series(rollups, client, metric)
     levels = sorted({float(v) for v in breaches.get("threshold", pd.Series(dtype=float)).dropna()})[:3]
     if not levels and not thresholds.empty:
@@ -240,7 +240,7 @@ def create_app() -> FastAPI:
 
     @app.get("/charts/brokers.png")
     def brokers_png(run: str = SCHEDULED_KEY, user: Any = User) -> Response:
-        broker_metrics = read_table(_run_or_404(run, user).zone, "broker_metrics")
+        broker_metrics = read_table(_run_or_404(run, user).area, "broker_metrics")
         return Response(plots.broker_health_png(broker_metrics), media_type="image/png", headers=PNG_HEADERS)
 
     @app.get("/reports/{run_folder}/")
@@ -251,7 +251,7 @@ def create_app() -> FastAPI:
     @app.get("/reports/{run_folder}/{file_name}")
     def report(run_folder: str, file_name: str, user: Any = User) -> Response:
         choice = _run_or_404(run_folder, user)
-        path = report_files.report_file(choice.zone, file_name)
+        path = report_files.report_file(choice.area, file_name)
         if path is None:
             raise HTTPException(status.HTTP_404_NOT_FOUND, "report: no such report file")
         if isinstance(path, Path):

@@ -79,7 +79,7 @@ def _recorded(runs: Sequence[RunChoice]) -> dict[str, tuple[RunChoice, Convergen
     for run in runs:
         if run.key == SCHEDULED_KEY:
             continue
-        for window in read_convergence_windows(run.zone):
+        for window in read_convergence_windows(run.area):
             found.setdefault(window.name, (run, window))
     return found
 
@@ -110,5 +110,5 @@ def live_convergence(
             live.untracked.append(row.name)
             continue
         run, window = recorded[row.name]
-        live.windows.append(LiveWindow(run.key, _follow(run.zone, window, now)))
+        live.windows.append(LiveWindow(run.key, _follow(run.area, window, now)))
     return live

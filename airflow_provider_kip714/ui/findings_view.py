@@ -128,7 +128,8 @@ def run_view(area: RunArea, filters: Filters, span: timedelta = DEFAULT_SPAN) ->
     rollups = _newest(rollups, "bucket_start", since)
     keep = matching_instances(rollups, filters)
     anomalies = read_table(area, "anomalies")
-    silent, _ = fleet_health.delivery_rows(read_table(area, "delivery"))
+    delivery = _only(read_table(area, "delivery"), keep)
+    silent, _ = fleet_health.delivery_rows(delivery)
     broker_clients = read_table(area, "broker_client_metrics")
     tables = Tables(
         rollups=_only(rollups, keep),
@@ -136,7 +137,8 @@ def run_view(area: RunArea, filters: Filters, span: timedelta = DEFAULT_SPAN) ->
         anomalies=_only(_newest(anomalies, "breach_end", since), keep),
         broker_metrics=_newest(read_table(area, "broker_metrics"), "bucket_start", since),
         broker_clients=_only(_newest(broker_clients, "bucket_start", since), keep),
-        silent=_only(silent, keep),
+        delivery=delivery,
+        silent=silent,
     )
     content = assemble(tables, max_plots=PAGE_CHARTS, top=PAGE_TOP, max_cards=PAGE_CARDS)
     return RunView(content, choices(rollups), since, anomalies, len(rollups))

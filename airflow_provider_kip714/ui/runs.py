@@ -24,13 +24,13 @@ class RunChoice:
 
     key: str
     title: str
-    zone: RunArea
+    area: RunArea
     owner_dag_id: str | None
     """The DAG whose runs wrote this folder; None when unknown (then only users who may read all runs)."""
 
     @property
     def report_file(self) -> Path:
-        return self.zone.report / "report.html"
+        return self.area.report / "report.html"
 
 
 def _troubleshooting_choice(area: RunArea) -> RunChoice:
