@@ -55,8 +55,8 @@ def build_parser():  # type: ignore[no-untyped-def]
     parser.add_argument(
         "--plugin-error-ratio",
         type=float,
-        default=0.0,
-        help="flag brokers whose error ratio exceeds this (0)",
+        default=0.1,
+        help="flag brokers whose error ratio in a bucket exceeds this (0.1; any error is still counted)",
     )
     return parser
 
