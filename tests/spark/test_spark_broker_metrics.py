@@ -130,3 +130,22 @@ def test_export_time_max_is_the_histograms_maximum_not_its_mean(spark, tmp_path)
             expected = EXPORT_CASES[row["broker_node_id"]][2]
             assert row["export_time_max_ms"] == pytest.approx(expected), row
             assert row["export_time_avg_ms"] < expected
+
+
+def test_plugin_failing_needs_an_error_ratio_above_the_flag(spark, broker_run, tmp_path):  # type: ignore[no-untyped-def]
+    """Broker 2 fails one export in two: failing at the default (0.1), only counted at 0.6."""
+    root = tmp_path
+    scenarios.write_broker_scenario(str(root / "landing"))
+    broker_metrics.run(
+        [
+            *("--input", str(root / "landing"), "--output", str(root / "out"), "--bucket", "1h"),
+            *("--start", "2026-01-31T13:00:00Z", "--end", "2026-01-31T14:00:00Z"),
+            *("--plugin-error-ratio", "0.6"),
+        ],
+        spark,
+    )
+    (second,) = spark.read.parquet(str(root / "out" / "broker_metrics")).where("broker_node_id = 2").collect()
+    assert second["plugin_error_ratio"] == pytest.approx(0.5) and second["plugin_errors"] == 360
+    assert second["plugin_failing"] is False
+    _, brokers, _ = broker_run
+    assert all(b["plugin_failing"] for b in brokers if b["broker_node_id"] == 2)
