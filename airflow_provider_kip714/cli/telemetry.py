@@ -25,7 +25,7 @@ from airflow_provider_kip714.decoding.decoder import VALUE_FORMATS
 from airflow_provider_kip714.exceptions import Kip714Error
 from airflow_provider_kip714.storage.data_root import checked_location
 from airflow_provider_kip714.subscriptions.model import prefix_matches
-from airflow_provider_kip714.telemetry import reader
+from airflow_provider_kip714.telemetry import topic_consumer
 from airflow_provider_kip714.telemetry.landing import (
     DEFAULT_CHUNK_INTERVAL_S,
     DEFAULT_CHUNK_RECORDS,
@@ -102,7 +102,7 @@ def _register_land(commands: argparse._SubParsersAction) -> None:
     land.add_argument(
         "--metadata-timeout-s",
         type=float,
-        default=reader.DEFAULT_METADATA_TIMEOUT_S,
+        default=topic_consumer.DEFAULT_METADATA_TIMEOUT_S,
         help="fail when no broker answers within this many seconds (default %(default)s)",
     )
     land.add_argument(
@@ -177,18 +177,20 @@ def _quiet_client_logs(args: argparse.Namespace) -> None:
     """librdkafka's own log lines (a reconnect every few ms) and Airflow's start-up chatter only with
     -v: errors come as one line."""
     if not getattr(args, "verbose", False):
-        reader.LIBRDKAFKA_LOG.setLevel(logging.CRITICAL)
+        topic_consumer.LIBRDKAFKA_LOG.setLevel(logging.CRITICAL)
         logging.getLogger("airflow").setLevel(logging.WARNING)
 
 
 def _check_seconds(args: argparse.Namespace, *flags: str) -> None:
     for flag in flags:
-        reader.check_duration(flag, getattr(args, flag.lstrip("-").replace("-", "_")))
+        topic_consumer.check_duration(flag, getattr(args, flag.lstrip("-").replace("-", "_")))
 
 
 def _run_land(args: argparse.Namespace) -> int:
     _check_seconds(args, "--timeout-s", "--chunk-interval-s")
-    reader.check_duration("--metadata-timeout-s", args.metadata_timeout_s, maximum=MAX_METADATA_TIMEOUT_S)
+    topic_consumer.check_duration(
+        "--metadata-timeout-s", args.metadata_timeout_s, maximum=MAX_METADATA_TIMEOUT_S
+    )
     for flag in ("--max-records", "--chunk-records", "--workers"):
         option = flag.lstrip("-").replace("-", "_")
         check_count(flag, option, getattr(args, option))

@@ -20,9 +20,9 @@ from airflow_provider_kip714 import native_switches
 from airflow_provider_kip714.contract.topic import DEFAULT_TELEMETRY_TOPIC
 from airflow_provider_kip714.decoding.decoder import TopicRecord, ValueFormat, decode_one
 from airflow_provider_kip714.hooks.base import DEFAULT_CONN_ID, Kip714KafkaBaseHook
-from airflow_provider_kip714.telemetry import reader
+from airflow_provider_kip714.telemetry import topic_consumer
 from airflow_provider_kip714.telemetry.landing import LandingResult, land_topic
-from airflow_provider_kip714.telemetry.reader import StartAt
+from airflow_provider_kip714.telemetry.topic_consumer import StartAt
 
 __all__ = ["DEFAULT_CONN_ID", "DecodedRecord", "StartAt", "TelemetryTopicHook"]
 
@@ -59,7 +59,7 @@ class TelemetryTopicHook(Kip714KafkaBaseHook):
         self.value_format = value_format
 
     def _create_client(self) -> Consumer:
-        return reader.open_consumer(self.client_config(), reader.ErrorPolicy(self.topic))
+        return topic_consumer.open_consumer(self.client_config(), topic_consumer.ErrorPolicy(self.topic))
 
     def get_conn(self) -> Consumer:
         """The hook's reader consumer, nothing assigned (kept until ``close()``).
@@ -76,15 +76,15 @@ class TelemetryTopicHook(Kip714KafkaBaseHook):
         self,
         consumer: Consumer,
         start: StartAt,
-        timeout_s: float = reader.DEFAULT_METADATA_TIMEOUT_S,
-        policy: reader.ErrorPolicy | None = None,
+        timeout_s: float = topic_consumer.DEFAULT_METADATA_TIMEOUT_S,
+        policy: topic_consumer.ErrorPolicy | None = None,
     ) -> dict[int, tuple[int, int]]:
         """Assign every partition from ``start``; return partition -> (start offset, end offset read now).
 
         ``policy``: the one ``get_conn`` was given, so a refused login or TLS handshake fails at once."""
-        reader.check_duration("timeout_s", timeout_s, allow_none=False)
+        topic_consumer.check_duration("timeout_s", timeout_s, allow_none=False)
         servers = str(self.client_config().get("bootstrap.servers"))
-        return reader.assign_from(consumer, self.topic, start, timeout_s, servers, policy)
+        return topic_consumer.assign_from(consumer, self.topic, start, timeout_s, servers, policy)
 
     def iter_records(
         self,
@@ -102,12 +102,12 @@ class TelemetryTopicHook(Kip714KafkaBaseHook):
         (no authorization, topic deleted, brokers gone for longer than the metadata timeout) raises
         ``TopicReadError``.
         """
-        reader.check_duration("timeout_s", timeout_s)
+        topic_consumer.check_duration("timeout_s", timeout_s)
         native_switches.check()  # a misspelt switch is refused before connecting
-        policy = reader.ErrorPolicy(self.topic)
-        consumer = reader.open_consumer(self.client_config(), policy)
+        policy = topic_consumer.ErrorPolicy(self.topic)
+        consumer = topic_consumer.open_consumer(self.client_config(), policy)
         try:
-            metadata_timeout = reader.DEFAULT_METADATA_TIMEOUT_S
+            metadata_timeout = topic_consumer.DEFAULT_METADATA_TIMEOUT_S
             ranges = self.assign(
                 consumer, start, min(metadata_timeout, timeout_s or metadata_timeout), policy
             )
@@ -125,7 +125,7 @@ class TelemetryTopicHook(Kip714KafkaBaseHook):
                     continue
                 policy.progress()
                 partition = message.partition()
-                if stop_at_end and reader.past_end(
+                if stop_at_end and topic_consumer.past_end(
                     message.offset(), ranges[partition][1], partition, pending
                 ):
                     continue
@@ -158,14 +158,14 @@ class TelemetryTopicHook(Kip714KafkaBaseHook):
         return land_topic(self.client_config(), self.topic, out_dir, **options)
 
     def test_connection(self) -> tuple[bool, str]:
-        policy = reader.ErrorPolicy(self.topic)
+        policy = topic_consumer.ErrorPolicy(self.topic)
         try:
-            consumer = reader.open_consumer(self.client_config(), policy)
+            consumer = topic_consumer.open_consumer(self.client_config(), policy)
         except Exception as err:
             return False, str(err)
         try:
             servers = str(self.client_config().get("bootstrap.servers"))
-            partitions = reader.partitions_of(consumer, self.topic, 10.0, servers, policy)
+            partitions = topic_consumer.partitions_of(consumer, self.topic, 10.0, servers, policy)
             return True, f"topic {self.topic!r}: {len(partitions)} partitions"
         except Exception as err:
             return False, str(err)

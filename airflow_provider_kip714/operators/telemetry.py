@@ -16,7 +16,7 @@ from airflow.sdk import Asset, BaseOperator
 from airflow_provider_kip714.contract.topic import DEFAULT_TELEMETRY_TOPIC
 from airflow_provider_kip714.decoding.decoder import ValueFormat
 from airflow_provider_kip714.hooks.base import DEFAULT_CONN_ID
-from airflow_provider_kip714.telemetry import reader
+from airflow_provider_kip714.telemetry import topic_consumer
 from airflow_provider_kip714.telemetry.landing import DEFAULT_CHUNK_INTERVAL_S, DEFAULT_CHUNK_RECORDS
 from airflow_provider_kip714.telemetry.landing_zone import datapoints_uri
 
@@ -65,8 +65,8 @@ class LandClientTelemetryOperator(BaseOperator):
         lease_wait_s: float = 0.0,
         **kwargs: Any,
     ) -> None:
-        reader.check_duration("timeout_s", timeout_s)
-        reader.check_duration("chunk_interval_s", chunk_interval_s, allow_none=False)
+        topic_consumer.check_duration("timeout_s", timeout_s)
+        topic_consumer.check_duration("chunk_interval_s", chunk_interval_s, allow_none=False)
         self.asset = datapoints_asset(out_dir, topic)
         outlets = list(kwargs.pop("outlets", None) or [])
         super().__init__(outlets=[*outlets, self.asset], **kwargs)

@@ -28,9 +28,9 @@ from typing import Any, Final
 from airflow_provider_kip714 import native_switches
 from airflow_provider_kip714.decoding.decoder import VALUE_FORMATS, ValueFormat
 from airflow_provider_kip714.exceptions import LandingError
-from airflow_provider_kip714.telemetry import reader
+from airflow_provider_kip714.telemetry import topic_consumer
 from airflow_provider_kip714.telemetry.landing_chunk import Chunk
-from airflow_provider_kip714.telemetry.landing_fetch import CONSUME_BATCH, ChunkReader, open_reader
+from airflow_provider_kip714.telemetry.landing_fetch import CONSUME_BATCH, ChunkFetcher, open_fetcher
 from airflow_provider_kip714.telemetry.landing_plan import (
     UNTIL_SETTLE_S,
     LandingPlan,
@@ -126,10 +126,10 @@ def _check_options(lander: TopicLander) -> None:
         raise LandingError(f"value_format: must be one of {VALUE_FORMATS} (got {lander.value_format!r})")
     for name in COUNT_LIMITS:
         check_count(name, name, getattr(lander, name))
-    reader.check_duration("timeout_s", lander.timeout_s)
+    topic_consumer.check_duration("timeout_s", lander.timeout_s)
     for name in ("chunk_interval_s", "progress_interval_s"):
-        reader.check_duration(name, getattr(lander, name), allow_none=False)
-    reader.check_duration(
+        topic_consumer.check_duration(name, getattr(lander, name), allow_none=False)
+    topic_consumer.check_duration(
         "metadata_timeout_s", lander.metadata_timeout_s, allow_none=False, maximum=MAX_METADATA_TIMEOUT_S
     )
     for name in ("since", "until"):
@@ -140,7 +140,7 @@ def _check_options(lander: TopicLander) -> None:
         raise LandingError("until: cannot be combined with follow (until already says when to stop)")
     if lander.follow and lander.max_records is None and lander.timeout_s is None:
         raise LandingError("follow: needs max_records or timeout_s, or the run never ends")
-    reader.check_duration(
+    topic_consumer.check_duration(
         "lease_wait_s", lander.lease_wait_s, allow_none=False, allow_zero=True, maximum=3600
     )
     native_switches.check()  # a misspelt switch is refused before anything connects
@@ -174,7 +174,7 @@ class TopicLander:
         workers: int | None = None,
         fsync: bool = True,
         progress_interval_s: float = 10.0,
-        metadata_timeout_s: float = reader.DEFAULT_METADATA_TIMEOUT_S,
+        metadata_timeout_s: float = topic_consumer.DEFAULT_METADATA_TIMEOUT_S,
         since: datetime | None = None,
         until: datetime | None = None,
         accept_new_topic_id: bool = False,
@@ -198,8 +198,8 @@ class TopicLander:
         _check_options(self)
         self.workers = min(2, os.cpu_count() or 1) if workers is None else workers
         self.zone = LandingZone(out_dir, topic, fsync=fsync)
-        self.policy = reader.ErrorPolicy(topic, outage_limit_s=metadata_timeout_s)
-        self.consumer_config = reader.reader_config(self.base_config, self.policy, **LANDING_TUNING)
+        self.policy = topic_consumer.ErrorPolicy(topic, outage_limit_s=metadata_timeout_s)
+        self.consumer_config = topic_consumer.consumer_config(self.base_config, self.policy, **LANDING_TUNING)
         self.bounds = RunBounds(topic, since, until, follow, metadata_timeout_s)
         self._plan = LandingPlan(progress={}, starts={}, pending=set())
 
@@ -208,16 +208,16 @@ class TopicLander:
         # unreachable, unknown topic, no DESCRIBE), before a consumer exists and before the zone is
         # touched. Its partitions spare the consumer a metadata request before its first (measured:
         # ~55 ms of a run's set-up on a local broker).
-        identity = reader.describe_topic(self.base_config, self.topic, self.metadata_timeout_s)
+        identity = topic_consumer.describe_topic(self.base_config, self.topic, self.metadata_timeout_s)
         with self.zone.lock().waiting(self.lease_wait_s):
             self.zone.prepare()
             next_offsets = self.zone.recover()
-            chunk_reader = open_reader(self.consumer_config, self.topic, self.policy, self.chunk_records)
+            fetcher = open_fetcher(self.consumer_config, self.topic, self.policy, self.chunk_records)
             try:
-                return self._run(chunk_reader, next_offsets, identity)
+                return self._run(fetcher, next_offsets, identity)
             finally:
                 self.policy.silence()
-                chunk_reader.close()
+                fetcher.close()
 
     # ---- the run -------------------------------------------------------------------------------
 
@@ -241,14 +241,14 @@ class TopicLander:
 
     def _start(
         self,
-        chunk_reader: ChunkReader,
+        fetcher: ChunkFetcher,
         next_offsets: dict[int, int],
         partitions: list[int],
         result: LandingResult,
     ) -> None:
         """Plan each partition's start and end and assign them (``landing_plan``)."""
         self._plan = plan_partitions(
-            chunk_reader.metadata,
+            fetcher.metadata,
             self.zone,
             self.bounds,
             partitions,
@@ -256,19 +256,19 @@ class TopicLander:
             result.topic_id,
             accept_new_topic_id=self.accept_new_topic_id,
         )
-        chunk_reader.assign(self._plan.starts)
+        fetcher.assign(self._plan.starts)
         result.skipped_by_retention = self._plan.skipped_by_retention
         result.archived_generation = self._plan.archived_generation
 
     def _run(
         self,
-        chunk_reader: ChunkReader,
+        fetcher: ChunkFetcher,
         next_offsets: dict[int, int],
-        identity: reader.TopicIdentity,
+        identity: topic_consumer.TopicIdentity,
     ) -> LandingResult:
         started = time.monotonic()
         result = LandingResult(topic=self.topic, out_dir=str(self.zone.root), topic_id=identity.topic_id)
-        self._start(chunk_reader, next_offsets, identity.partitions, result)
+        self._start(fetcher, next_offsets, identity.partitions, result)
         deadline = None if self.timeout_s is None else started + self.timeout_s
         until_s = None if self.until is None else self.until.timestamp() + UNTIL_SETTLE_S
         until_ms = None if self.until is None else int(self.until.timestamp() * 1000)
@@ -281,15 +281,15 @@ class TopicLander:
         try:
             while not (stop_reason := self._stop_reason(taken, deadline)):
                 if until_s is not None and time.time() >= until_s:
-                    close_open_partitions(chunk_reader.metadata, self.bounds, self._plan)
-                    drop_partitions_at_end(chunk_reader.positions, self._plan)
+                    close_open_partitions(fetcher.metadata, self.bounds, self._plan)
+                    drop_partitions_at_end(fetcher.positions, self._plan)
                     until_s = None
                 limit = None if self.max_records is None else self.max_records - taken
-                consumed, accepted, full_batches = chunk_reader.fetch(self._plan, until_ms, limit)
+                consumed, accepted, full_batches = fetcher.fetch(self._plan, until_ms, limit)
                 if accepted:
                     self.policy.progress()
                 if not consumed:
-                    drop_partitions_at_end(chunk_reader.positions, self._plan)
+                    drop_partitions_at_end(fetcher.positions, self._plan)
                 taken += accepted
                 buffered += accepted
                 for batch in full_batches:
@@ -297,7 +297,7 @@ class TopicLander:
                     buffered -= len(batch)
                 now = time.monotonic()
                 if buffered and now - last_flush >= self.chunk_interval_s:
-                    self._flush(chunk_reader, executor, in_flight)
+                    self._flush(fetcher, executor, in_flight)
                     buffered = 0
                     last_flush = now
                 self._commit_ready(in_flight, result, block=len(in_flight) > max_in_flight)
@@ -305,7 +305,7 @@ class TopicLander:
                     self._log_progress(result, started, buffered)
                     last_progress = now
             if buffered:
-                self._flush(chunk_reader, executor, in_flight)
+                self._flush(fetcher, executor, in_flight)
             while in_flight:
                 self._commit_ready(in_flight, result, block=True)
         except BaseException:
@@ -327,11 +327,11 @@ class TopicLander:
 
     def _flush(
         self,
-        chunk_reader: ChunkReader,
+        fetcher: ChunkFetcher,
         executor: Executor,
         in_flight: collections.deque[Future[StagedChunk]],
     ) -> None:
-        for chunk in chunk_reader.take_all():
+        for chunk in fetcher.take_all():
             self._submit(chunk, executor, in_flight)
 
     def _commit_ready(

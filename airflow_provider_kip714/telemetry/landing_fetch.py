@@ -4,11 +4,11 @@ Two readers apply the same rules (a record at or past its partition's end offset
 first record at or after ``until`` ends a partition without an end; at most ``limit`` records per
 call; a partition's chunk is cut at ``chunk_records``):
 
-- ``NativeReader`` (the default): ``kip714_native.TopicReader`` runs librdkafka's consume loop and
+- ``NativeFetcher`` (the default): ``kip714_native.TopicReader`` runs librdkafka's consume loop and
   fills column buffers with the GIL released, on the very librdkafka confluent-kafka loaded. The
   per-message Python work (accessors, one tuple per header, list appends) was the largest cost of a
   landing run (``docs/benchmarks.md``).
-- ``PythonReader``: confluent-kafka's ``Consumer``. Used when the native extension is not installed,
+- ``PythonFetcher``: confluent-kafka's ``Consumer``. Used when the native extension is not installed,
   when ``KIP714_LANDING_READER=python`` (``native_switches``), or when the connection sets a
   librdkafka callback other than the logger and error callback (``oauth_cb``, ``stats_cb``, ...),
   which only confluent-kafka serves.
@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Final, Protocol
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from airflow_provider_kip714 import native_switches
-from airflow_provider_kip714.telemetry import reader
+from airflow_provider_kip714.telemetry import topic_consumer
 from airflow_provider_kip714.telemetry.landing_chunk import Chunk, NativeChunk, PartitionBatch
 
 if TYPE_CHECKING:
@@ -56,7 +56,7 @@ _NATIVE_CALLBACKS: Final = frozenset({"logger", "error_cb"})
 _LOG_LEVELS: Final = {0: 50, 1: 50, 2: 50, 3: 40, 4: 30, 5: 20, 6: 20, 7: 10}
 
 
-class ChunkReader(Protocol):
+class ChunkFetcher(Protocol):
     """What the lander needs of a reader; ``metadata`` answers ``reader``'s watermark and
     offsets-for-times requests (confluent-kafka's ``Consumer``, or the native reader itself)."""
 
@@ -78,11 +78,11 @@ class ChunkReader(Protocol):
     def close(self) -> None: ...
 
 
-class PythonReader:
+class PythonFetcher:
     """The consume loop on confluent-kafka's ``Consumer`` (which it owns and closes)."""
 
     def __init__(
-        self, consumer: Consumer, topic: str, policy: reader.ErrorPolicy, chunk_records: int
+        self, consumer: Consumer, topic: str, policy: topic_consumer.ErrorPolicy, chunk_records: int
     ) -> None:
         self.consumer = consumer
         self.topic = topic
@@ -95,7 +95,7 @@ class PythonReader:
         return self.consumer
 
     def assign(self, starts: Mapping[int, int]) -> None:
-        reader.assign(self.consumer, self.topic, starts)
+        topic_consumer.assign(self.consumer, self.topic, starts)
 
     def fetch(
         self, plan: LandingPlan, until_ms: int | None, limit: int | None
@@ -119,7 +119,7 @@ class PythonReader:
             partition = message.partition()
             offset = message.offset()
             end_offset = progress[partition].end_offset
-            if reader.past_end(offset, end_offset, partition, pending):
+            if topic_consumer.past_end(offset, end_offset, partition, pending):
                 continue
             timestamp_ms = message.timestamp()[1]
             if until_ms is not None and end_offset is None and timestamp_ms >= until_ms:
@@ -156,11 +156,15 @@ class PythonReader:
         self.consumer.close()
 
 
-class NativeReader:
+class NativeFetcher:
     """The consume loop in ``kip714_native.TopicReader`` (see the module docstring)."""
 
     def __init__(
-        self, config: list[tuple[str, str]], topic: str, policy: reader.ErrorPolicy, chunk_records: int
+        self,
+        config: list[tuple[str, str]],
+        topic: str,
+        policy: topic_consumer.ErrorPolicy,
+        chunk_records: int,
     ) -> None:
         assert kip714_native is not None
         self.topic = topic
@@ -169,17 +173,18 @@ class NativeReader:
         try:
             self._reader = kip714_native.TopicReader(librdkafka_path(), config, topic)
         except ValueError as err:
-            raise reader.TopicReadError(f"connection extra: {err}") from None
+            raise topic_consumer.TopicReadError(f"connection extra: {err}") from None
 
     @property
-    def metadata(self) -> NativeReader:
+    def metadata(self) -> NativeFetcher:
         return self
 
     def assign(self, starts: Mapping[int, int]) -> None:
         if starts:
             self._reader.assign(dict(starts))
 
-    # The two requests ``reader.watermarks`` and ``reader.offsets_at`` make, as ``Consumer`` answers them.
+    # The two requests ``topic_consumer.watermarks`` and ``topic_consumer.offsets_at`` make, as
+    # ``Consumer`` answers them.
 
     def get_watermark_offsets(
         self, partition: TopicPartition, timeout: float, cached: bool = False
@@ -226,9 +231,11 @@ class NativeReader:
     def _report(self, events: dict[str, Any]) -> None:
         """librdkafka's log lines to the librdkafka logger, its client errors to the policy."""
         for level, facility, line in events["logs"]:
-            reader.LIBRDKAFKA_LOG.log(_LOG_LEVELS.get(level, 20), "%s [%s] %s", self.topic, facility, line)
+            topic_consumer.LIBRDKAFKA_LOG.log(
+                _LOG_LEVELS.get(level, 20), "%s [%s] %s", self.topic, facility, line
+            )
         if events["dropped_logs"]:
-            reader.LIBRDKAFKA_LOG.warning(
+            topic_consumer.LIBRDKAFKA_LOG.warning(
                 "%d librdkafka log lines dropped (too many)", events["dropped_logs"]
             )
         for code, fatal, text in events["client_errors"]:
@@ -278,15 +285,15 @@ def native_config(config: Mapping[str, Any]) -> list[tuple[str, str]] | str:
     return properties
 
 
-def open_reader(
-    consumer_config: Mapping[str, Any], topic: str, policy: reader.ErrorPolicy, chunk_records: int
-) -> ChunkReader:
+def open_fetcher(
+    consumer_config: Mapping[str, Any], topic: str, policy: topic_consumer.ErrorPolicy, chunk_records: int
+) -> ChunkFetcher:
     """The native reader where it can run, else the Python one (the run's log says why); one client."""
     properties = _native_properties(consumer_config)
     if isinstance(properties, str):
         log.info("landing reads the topic with confluent-kafka's Python consumer: %s", properties)
-        return PythonReader(reader.open_consumer(consumer_config), topic, policy, chunk_records)
-    return NativeReader(properties, topic, policy, chunk_records)
+        return PythonFetcher(topic_consumer.open_consumer(consumer_config), topic, policy, chunk_records)
+    return NativeFetcher(properties, topic, policy, chunk_records)
 
 
 def _native_properties(consumer_config: Mapping[str, Any]) -> list[tuple[str, str]] | str:
@@ -320,10 +327,10 @@ def librdkafka_path() -> str:
 
 __all__ = [
     "CONSUME_BATCH",
-    "ChunkReader",
-    "NativeReader",
-    "PythonReader",
+    "ChunkFetcher",
+    "NativeFetcher",
+    "PythonFetcher",
     "librdkafka_path",
     "native_config",
-    "open_reader",
+    "open_fetcher",
 ]

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Final
 
-from airflow_provider_kip714.telemetry import reader
+from airflow_provider_kip714.telemetry import topic_consumer
 from airflow_provider_kip714.telemetry.landing_zone import LandingZone
 from airflow_provider_kip714.telemetry.topic_generation import reconcile
 
@@ -56,7 +56,7 @@ class LandingPlan:
 
 
 def plan_partitions(
-    consumer: reader.OffsetQueries,
+    consumer: topic_consumer.OffsetQueries,
     zone: LandingZone,
     bounds: RunBounds,
     partitions: list[int],
@@ -67,13 +67,15 @@ def plan_partitions(
 ) -> LandingPlan:
     """Read watermarks, reconcile the topic id, plan each of ``partitions``' start (the caller assigns)."""
     topic, timeout = bounds.topic, bounds.metadata_timeout_s
-    marks = reader.watermarks(consumer, topic, partitions, timeout)
+    marks = topic_consumer.watermarks(consumer, topic, partitions, timeout)
     next_offsets, archived = reconcile(
         zone, topic_id, next_offsets, marks, accept_new_topic_id=accept_new_topic_id
     )
     fresh = [p for p in partitions if p not in next_offsets]
-    since = reader.offsets_at(consumer, topic, fresh, bounds.since, timeout) if bounds.since else {}
-    until = reader.offsets_at(consumer, topic, partitions, bounds.until, timeout) if bounds.until else {}
+    since = topic_consumer.offsets_at(consumer, topic, fresh, bounds.since, timeout) if bounds.since else {}
+    until = (
+        topic_consumer.offsets_at(consumer, topic, partitions, bounds.until, timeout) if bounds.until else {}
+    )
     plan = LandingPlan(progress={}, starts={}, pending=set(), archived_generation=archived)
     for partition in partitions:
         low, high = marks[partition]
@@ -117,14 +119,16 @@ def plan_summary(bounds: RunBounds, plan: LandingPlan) -> str:
     return f"{backlog} records up to the end offsets read now"
 
 
-def close_open_partitions(consumer: reader.OffsetQueries, bounds: RunBounds, plan: LandingPlan) -> None:
+def close_open_partitions(
+    consumer: topic_consumer.OffsetQueries, bounds: RunBounds, plan: LandingPlan
+) -> None:
     """``until`` has passed: a partition still without a record at or after it ends where it is now
     (records are stamped when the broker accepts them, so none older can still arrive)."""
     assert bounds.until is not None
     topic, timeout = bounds.topic, bounds.metadata_timeout_s
     open_partitions = [p for p, progress in plan.progress.items() if progress.end_offset is None]
-    found = reader.offsets_at(consumer, topic, open_partitions, bounds.until, timeout)
-    marks = reader.watermarks(consumer, topic, open_partitions, timeout)
+    found = topic_consumer.offsets_at(consumer, topic, open_partitions, bounds.until, timeout)
+    marks = topic_consumer.watermarks(consumer, topic, open_partitions, timeout)
     for partition in open_partitions:
         plan.progress[partition].end_offset = (
             found[partition] if found[partition] >= 0 else marks[partition][1]

@@ -38,7 +38,7 @@ from airflow_provider_kip714.contract.selectors import (
 from airflow_provider_kip714.contract.topic import DEFAULT_TELEMETRY_TOPIC, Header, RecordType
 from airflow_provider_kip714.decoding.decoder import headers_to_dict
 from airflow_provider_kip714.hooks.base import DEFAULT_CONN_ID
-from airflow_provider_kip714.telemetry import reader
+from airflow_provider_kip714.telemetry import topic_consumer
 
 STATUS_ARRIVED = "arrived"
 STATUS_TIMEOUT = "timeout"
@@ -106,14 +106,16 @@ def open_arrival_consumer(
     config: dict[str, Any],
     topic: str,
     since_ms: int,
-    timeout_s: float = reader.DEFAULT_METADATA_TIMEOUT_S,
-    policy: reader.ErrorPolicy | None = None,
+    timeout_s: float = topic_consumer.DEFAULT_METADATA_TIMEOUT_S,
+    policy: topic_consumer.ErrorPolicy | None = None,
 ) -> Consumer:
     """A reader consumer on every partition of ``topic``, at its first record at or after ``since_ms``."""
-    consumer = reader.open_consumer(config, policy)
+    consumer = topic_consumer.open_consumer(config, policy)
     try:
         since = datetime.fromtimestamp(since_ms / 1000, tz=UTC)
-        reader.assign_from(consumer, topic, since, timeout_s, str(config.get("bootstrap.servers")), policy)
+        topic_consumer.assign_from(
+            consumer, topic, since, timeout_s, str(config.get("bootstrap.servers")), policy
+        )
     except BaseException:
         consumer.close()
         raise
@@ -144,7 +146,7 @@ class ClientTelemetryArrivalTrigger(BaseTrigger):
     ) -> None:
         super().__init__()
         ClientSelectorMatcher(parse_match(list(match)))  # refuse bad selectors before deferring
-        reader.check_duration("poll_interval", poll_interval, allow_none=False)
+        topic_consumer.check_duration("poll_interval", poll_interval, allow_none=False)
         self.match = list(match)
         self.since_ms = int(since_ms)
         self.deadline_ms = int(deadline_ms)
@@ -155,7 +157,7 @@ class ClientTelemetryArrivalTrigger(BaseTrigger):
         self._consumer: Consumer | None = None
         self._thread: ThreadPoolExecutor | None = None
         self._closed: Future[None] | None = None
-        self._policy = reader.ErrorPolicy(topic)
+        self._policy = topic_consumer.ErrorPolicy(topic)
 
     def serialize(self) -> tuple[str, dict[str, Any]]:
         return (
@@ -199,14 +201,14 @@ class ClientTelemetryArrivalTrigger(BaseTrigger):
         try:
             try:
                 self._consumer = await self._on_thread(self._open)
-            except reader.TopicReadError as err:
+            except topic_consumer.TopicReadError as err:
                 yield self._event(STATUS_ERROR, watch, error=str(err))
                 return
             while True:
                 messages = await self._on_thread(self._consumer.consume, 500, self.poll_interval)
                 try:
                     self._observe(messages, watch)
-                except reader.TopicReadError as err:
+                except topic_consumer.TopicReadError as err:
                     yield self._event(STATUS_ERROR, watch, error=str(err))
                     return
                 if len(watch.seen) >= self.min_clients:

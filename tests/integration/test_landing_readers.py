@@ -29,7 +29,7 @@ from airflow_provider_kip714.subscriptions.model import Subscription
 from airflow_provider_kip714.telemetry import landing_fetch
 from airflow_provider_kip714.telemetry.landing import LandingResult, land_topic
 from airflow_provider_kip714.telemetry.landing_fetch import software_identity
-from airflow_provider_kip714.telemetry.reader import TopicReadError
+from airflow_provider_kip714.telemetry.topic_consumer import TopicReadError
 
 pytestmark = pytest.mark.integration
 
@@ -71,16 +71,16 @@ def _land(config: dict[str, Any], topic: str, out: Path, reader: str, **options:
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv(READER_ENV, reader)
         used: list[str] = []
-        open_reader = landing_fetch.open_reader
+        open_fetcher = landing_fetch.open_fetcher
 
-        def spy(*args: Any, **kwargs: Any) -> landing_fetch.ChunkReader:
-            chosen = open_reader(*args, **kwargs)
+        def spy(*args: Any, **kwargs: Any) -> landing_fetch.ChunkFetcher:
+            chosen = open_fetcher(*args, **kwargs)
             used.append(type(chosen).__name__)
             return chosen
 
-        patch.setattr("airflow_provider_kip714.telemetry.landing.open_reader", spy)
+        patch.setattr("airflow_provider_kip714.telemetry.landing.open_fetcher", spy)
         result = land_topic(config, topic, out, fsync=False, **options)
-    assert used == [{"native": "NativeReader", "python": "PythonReader"}[reader]]
+    assert used == [{"native": "NativeFetcher", "python": "PythonFetcher"}[reader]]
     return result
 
 
@@ -252,7 +252,7 @@ def test_reading_and_testing_the_connection_name_a_refused_handshake_or_login(
     tls_cluster: LocalKafkaCluster, tmp_path: Path
 ) -> None:
     """The hook's reads, its connection test (Airflow's "Test" button) and the arrival trigger share the
-    first contact of ``reader.partitions_of``: a wrong CA or password is named, at once."""
+    first contact of ``topic_consumer.partitions_of``: a wrong CA or password is named, at once."""
     config = tls_cluster.client_config(sasl_user=sorted(tls_cluster.sasl_users)[0])
     topic = create_topic(config, partitions=1)
     stranger = str(ca_location(make_keystore(tmp_path / "another-ca")))

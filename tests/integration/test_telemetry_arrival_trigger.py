@@ -209,11 +209,11 @@ def test_cancelling_mid_consume_closes_the_consumer_on_its_thread_after_consume_
 
     from confluent_kafka import Consumer
 
-    from airflow_provider_kip714.telemetry import reader
+    from airflow_provider_kip714.telemetry import topic_consumer
 
     config = kafka_cluster.client_config()
     topic = create_topic(config, partitions=1, prefix="cancel")
-    probe = reader.open_consumer(config)
+    probe = topic_consumer.open_consumer(config)
     deadline = time.monotonic() + 30
     while topic not in probe.list_topics(timeout=10).topics and time.monotonic() < deadline:
         time.sleep(0.2)  # a topic just created reaches the metadata a moment later
@@ -234,8 +234,8 @@ def test_cancelling_mid_consume_closes_the_consumer_on_its_thread_after_consume_
 
     class Instrumented(ClientTelemetryArrivalTrigger):
         def _open(self) -> Consumer:
-            consumer = RecordingConsumer(reader.reader_config(config))
-            reader.assign_from(consumer, topic, "earliest", 10.0)
+            consumer = RecordingConsumer(topic_consumer.consumer_config(config))
+            topic_consumer.assign_from(consumer, topic, "earliest", 10.0)
             return consumer
 
     trigger = Instrumented(

@@ -27,7 +27,7 @@ from telemetry_helpers import create_topic, good_records, offsets_by_partition, 
 
 from airflow_provider_kip714.exceptions import Kip714Error, LandingError
 from airflow_provider_kip714.hooks.telemetry_topic import TelemetryTopicHook
-from airflow_provider_kip714.telemetry import reader
+from airflow_provider_kip714.telemetry import topic_consumer
 from airflow_provider_kip714.telemetry.landing import land_topic
 
 pytestmark = pytest.mark.integration
@@ -64,7 +64,7 @@ def test_recreated_topic_is_refused_naming_both_ids_then_lands_as_a_new_generati
     with pytest.raises(LandingError) as refused:
         land_topic(config, topic, out, fsync=False, metadata_timeout_s=10)
     message = str(refused.value)
-    new_id = reader.describe_topic(config, topic, 10).topic_id
+    new_id = topic_consumer.describe_topic(config, topic, 10).topic_id
     assert new_id != old_id and old_id in message and new_id in message
     assert "accept_new_topic_id=True" in message and "--accept-recreated-topic" in message
     assert "\n" not in message
@@ -147,9 +147,9 @@ def test_no_read_authorization_fails_the_run_instead_of_spinning(
     deadline = time.monotonic() + 30  # ACLs reach the authorizer through the metadata log
     while time.monotonic() < deadline:
         try:
-            reader.describe_topic(alice, topic, 5)
+            topic_consumer.describe_topic(alice, topic, 5)
             break
-        except reader.TopicReadError:
+        except topic_consumer.TopicReadError:
             time.sleep(0.5)
 
     started = time.monotonic()
@@ -168,12 +168,12 @@ def test_inherited_offset_reset_never_skips_a_backlog(kafka_cluster: LocalKafkaC
     produce_records(config, topic, good_records(50, partitions=1, points=1))
     admin = AdminClient(config)
     admin.delete_records([TopicPartition(topic, 0, 30)])[TopicPartition(topic, 0, 30)].result(30)
-    policy = reader.ErrorPolicy(topic)
-    consumer = reader.open_consumer({**config, "auto.offset.reset": "latest"}, policy)
+    policy = topic_consumer.ErrorPolicy(topic)
+    consumer = topic_consumer.open_consumer({**config, "auto.offset.reset": "latest"}, policy)
     try:
-        reader.assign(consumer, topic, {0: 5})  # a plan made before retention deleted 0..29
+        topic_consumer.assign(consumer, topic, {0: 5})  # a plan made before retention deleted 0..29
         deadline = time.monotonic() + 20
-        with pytest.raises(reader.TopicReadError, match=r"out of range.*nothing was skipped"):
+        with pytest.raises(topic_consumer.TopicReadError, match=r"out of range.*nothing was skipped"):
             while time.monotonic() < deadline:
                 for message in consumer.consume(100, 0.5):
                     if message.error() is not None:

@@ -11,13 +11,13 @@ from confluent_kafka import Consumer
 
 from airflow_provider_kip714 import native_switches
 from airflow_provider_kip714.native_switches import READER_ENV, NativeSwitchError
-from airflow_provider_kip714.telemetry import landing_fetch, reader
+from airflow_provider_kip714.telemetry import landing_fetch, topic_consumer
 from airflow_provider_kip714.telemetry.landing import land_topic
 from airflow_provider_kip714.telemetry.landing_fetch import (
-    NativeReader,
-    PythonReader,
+    NativeFetcher,
+    PythonFetcher,
     native_config,
-    open_reader,
+    open_fetcher,
     software_identity,
 )
 
@@ -62,23 +62,23 @@ def test_librdkafka_path_is_the_library_confluent_kafka_loaded() -> None:
     assert os.path.isfile(path) and "librdkafka" in os.path.basename(path)
 
 
-def _policy() -> reader.ErrorPolicy:
-    return reader.ErrorPolicy("telemetry")
+def _policy() -> topic_consumer.ErrorPolicy:
+    return topic_consumer.ErrorPolicy("telemetry")
 
 
 def test_open_reader_picks_native_then_python_when_asked(monkeypatch: pytest.MonkeyPatch) -> None:
     config = {"bootstrap.servers": "127.0.0.1:1", "group.id": "unit", "logger": logging.getLogger("unit")}
-    native = open_reader(config, "telemetry", _policy(), 10)
-    assert isinstance(native, NativeReader) and native.metadata is native
+    native = open_fetcher(config, "telemetry", _policy(), 10)
+    assert isinstance(native, NativeFetcher) and native.metadata is native
     native.close()
     monkeypatch.setenv(READER_ENV, "python")
-    python = open_reader(config, "telemetry", _policy(), 10)
-    assert isinstance(python, PythonReader) and isinstance(python.metadata, Consumer)
+    python = open_fetcher(config, "telemetry", _policy(), 10)
+    assert isinstance(python, PythonFetcher) and isinstance(python.metadata, Consumer)
     python.close()
     monkeypatch.setenv(READER_ENV, "native")
     with_stats = {**config, "stats_cb": lambda _stats: None, "statistics.interval.ms": 60_000}
-    python = open_reader(with_stats, "telemetry", _policy(), 10)
-    assert isinstance(python, PythonReader)
+    python = open_fetcher(with_stats, "telemetry", _policy(), 10)
+    assert isinstance(python, PythonFetcher)
     python.close()
 
 
@@ -89,10 +89,10 @@ def test_a_bad_reader_choice_or_property_is_one_line(monkeypatch: pytest.MonkeyP
     with pytest.raises(NativeSwitchError, match=r"^KIP714_LANDING_READER: must be"):
         land_topic({"bootstrap.servers": "127.0.0.1:1"}, "telemetry", tmp_path)  # before connecting
     with pytest.raises(NativeSwitchError, match=r"^KIP714_LANDING_READER: must be 'native' or 'python'"):
-        open_reader({"bootstrap.servers": "x"}, "telemetry", _policy(), 10)
+        open_fetcher({"bootstrap.servers": "x"}, "telemetry", _policy(), 10)
     for chosen in ("native", "python"):
         monkeypatch.setenv(READER_ENV, chosen)
-        with pytest.raises(reader.TopicReadError, match=r"^connection extra: .*no\.such\.property"):
-            open_reader({"no.such.property": "1"}, "telemetry", _policy(), 10)
-        with pytest.raises(reader.TopicReadError, match=r"^connection extra: .*fetch\.max\.bytes"):
-            open_reader({"fetch.max.bytes": "lots"}, "telemetry", _policy(), 10)
+        with pytest.raises(topic_consumer.TopicReadError, match=r"^connection extra: .*no\.such\.property"):
+            open_fetcher({"no.such.property": "1"}, "telemetry", _policy(), 10)
+        with pytest.raises(topic_consumer.TopicReadError, match=r"^connection extra: .*fetch\.max\.bytes"):
+            open_fetcher({"fetch.max.bytes": "lots"}, "telemetry", _policy(), 10)

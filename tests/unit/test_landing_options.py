@@ -11,7 +11,7 @@ import pytest
 
 from airflow_provider_kip714.exceptions import Kip714Error
 from airflow_provider_kip714.hooks.telemetry_topic import TelemetryTopicHook
-from airflow_provider_kip714.telemetry import reader
+from airflow_provider_kip714.telemetry import topic_consumer
 from airflow_provider_kip714.telemetry.landing import TopicLander
 
 BAD_SECONDS = [math.nan, math.inf, -math.inf, -1.0, 0.0, "5", True]
@@ -56,11 +56,11 @@ def test_hook_reading_refuses_bad_timeouts(value: float) -> None:
 
 def test_good_durations_pass_and_none_means_unbounded() -> None:
     for value in (0.001, 1, 3600.0):
-        reader.check_duration("x", value)
-    reader.check_duration("x", None)
-    reader.check_duration("x", 0, allow_zero=True)
+        topic_consumer.check_duration("x", value)
+    topic_consumer.check_duration("x", None)
+    topic_consumer.check_duration("x", 0, allow_zero=True)
     with pytest.raises(Kip714Error, match=r"^x: must be set"):
-        reader.check_duration("x", None, allow_none=False)
+        topic_consumer.check_duration("x", None, allow_none=False)
 
 
 def test_reader_config_forces_no_commits_and_no_silent_reset() -> None:
@@ -70,9 +70,9 @@ def test_reader_config_forces_no_commits_and_no_silent_reset() -> None:
         "enable.auto.commit": True,
         "group.id": "someone-elses",
     }
-    config = reader.reader_config(shared)
+    config = topic_consumer.consumer_config(shared)
     assert config["auto.offset.reset"] == "error"
     assert config["enable.auto.commit"] is False and config["enable.auto.offset.store"] is False
     assert config["allow.auto.create.topics"] is False
     assert config["group.id"] == "someone-elses"  # never joined: only librdkafka wants one
-    assert reader.reader_config(CONFIG)["group.id"] == reader.READER_GROUP_ID
+    assert topic_consumer.consumer_config(CONFIG)["group.id"] == topic_consumer.READER_GROUP_ID

@@ -218,7 +218,7 @@ def describe_error(topic: str, error: KafkaError) -> str:
     return f"consumer ({topic}): {error.str()}"
 
 
-def reader_config(
+def consumer_config(
     base: Mapping[str, Any], policy: ErrorPolicy | None = None, **tuning: Any
 ) -> dict[str, Any]:
     """The consumer config of every reader: the connection's settings, ``tuning`` defaults, forced keys."""
@@ -240,7 +240,7 @@ def reader_config(
 
 def open_consumer(base: Mapping[str, Any], policy: ErrorPolicy | None = None, **tuning: Any) -> Consumer:
     try:
-        return Consumer(reader_config(base, policy, **tuning))
+        return Consumer(consumer_config(base, policy, **tuning))
     except KafkaException as err:
         raise TopicReadError(f"connection extra: {err.args[0].str()}") from None
 
