@@ -6,6 +6,7 @@ code uses ``SystemClock``, tests use ``ManualClock`` and move time by hand.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Protocol, runtime_checkable
 
@@ -53,3 +54,20 @@ class FixedClock(ManualClock):
 
     def advance(self, delta: timedelta) -> datetime:
         raise TypeError("FixedClock does not move; use ManualClock")
+
+
+@dataclass(frozen=True)
+class TimeSpan:
+    """``[start, end)`` in aware UTC, start before end: what a report or an analysis covers.
+
+    Checked once where it is made; the report's reads clip to it, its headline and title show it."""
+
+    start: datetime
+    end: datetime
+
+    def __post_init__(self) -> None:
+        start, end = _require_aware_utc(self.start), _require_aware_utc(self.end)
+        if not start < end:
+            raise ValueError(f"time span: start {start.isoformat()} must be before end {end.isoformat()}")
+        object.__setattr__(self, "start", start)
+        object.__setattr__(self, "end", end)

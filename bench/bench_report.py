@@ -161,6 +161,7 @@ def write_fleet(analytics: Path, clients: int) -> None:
 
 def bench_report(clients: int, repeat: int, root: Path) -> tuple[float, float, int, int]:
     """(median wall s, median CPU s, HTML bytes, charts) of ``build_report`` on a fleet of ``clients``."""
+    from airflow_provider_kip714.clock import TimeSpan
     from airflow_provider_kip714.report import build_report
     from airflow_provider_kip714.storage.data_root import RunArea
 
@@ -169,8 +170,8 @@ def bench_report(clients: int, repeat: int, root: Path) -> tuple[float, float, i
     times, cpu = [], []
     for _ in range(repeat):
         started, used = time.perf_counter(), time.process_time()
-        window = (END - timedelta(minutes=BUCKETS), END)
-        result = build_report(zone, dag_id="kip714_troubleshoot", window=window)
+        span = TimeSpan(END - timedelta(minutes=BUCKETS), END)
+        result = build_report(zone, dag_id="kip714_troubleshoot", span=span)
         times.append(time.perf_counter() - started)
         cpu.append(time.process_time() - used)
     charts = result.metrics_plotted + min(result.findings, 24)

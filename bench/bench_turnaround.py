@@ -124,11 +124,12 @@ def write_rules(area_root: Path) -> tuple[Path, float]:
 
 
 def write_report(area_root: Path) -> float:
+    from airflow_provider_kip714.clock import TimeSpan
     from airflow_provider_kip714.report import build_report
     from airflow_provider_kip714.storage.data_root import RunArea
 
     began = time.perf_counter()
-    build_report(RunArea(area_root), window=(WINDOW_START, WINDOW_END), match=["client_id=demo-.*"])
+    build_report(RunArea(area_root), span=TimeSpan(WINDOW_START, WINDOW_END), match=["client_id=demo-.*"])
     return time.perf_counter() - began
 
 

@@ -14,6 +14,7 @@ from typing import Any
 from airflow.sdk import BaseOperator, BaseOperatorLink
 
 from airflow_provider_kip714.analytics.run_owner import write_run_owner
+from airflow_provider_kip714.clock import TimeSpan
 from airflow_provider_kip714.report import build_report, report_url_path
 from airflow_provider_kip714.report.builder import DEFAULT_MAX_PLOTS
 from airflow_provider_kip714.storage.data_root import troubleshoot_area
@@ -81,7 +82,7 @@ class TroubleshootingReportOperator(BaseOperator):
         run_id = context["run_id"]
         area = troubleshoot_area(run_id, root=Path(self.data_dir) if self.data_dir else None)
         start, end = _instant(self.window_start), _instant(self.window_end)
-        window = (start, end) if start is not None and end is not None else None
+        span = TimeSpan(start, end) if start is not None and end is not None else None
         write_run_owner(area, self.dag_id, run_id)  # the UI shows the run to users who may read its runs
         self.log.info("Building the report of %s from %s", run_id, area.analytics)
         result = build_report(
@@ -89,7 +90,7 @@ class TroubleshootingReportOperator(BaseOperator):
             title=self.title,
             dag_id=self.dag_id,
             request=dict(self.request or {}),
-            window=window,
+            span=span,
             max_plots=self.max_plots,
             match=self.match,
         )

@@ -1,7 +1,7 @@
 """The troubleshooting report: one self-contained HTML page, findings first, built from a zone's tables.
 
     from airflow_provider_kip714.report import build_report
-    result = build_report(troubleshoot_area(run_id), dag_id="kip714_troubleshoot", window=(start, end))
+    result = build_report(troubleshoot_area(run_id), dag_id="kip714_troubleshoot", span=TimeSpan(start, end))
     print(result.html_path)   # <zone>/report/report.html
 
 Modules, in the order imports run: ``html`` (escaped building blocks, the bundled chart files; a leaf),

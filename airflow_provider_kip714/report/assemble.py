@@ -13,6 +13,7 @@ from typing import Any, Final
 import pandas as pd
 
 from airflow_provider_kip714.analytics.tables import instance_attribute, read_table
+from airflow_provider_kip714.clock import TimeSpan
 from airflow_provider_kip714.contract.selectors import matcher
 from airflow_provider_kip714.report import fleet_health
 from airflow_provider_kip714.report.charts import (
@@ -92,20 +93,15 @@ def _selected(frame: pd.DataFrame, match: Mapping[str, str]) -> pd.DataFrame:
 
 
 def _clip(
-    frame: pd.DataFrame, column: str, window: tuple[datetime, datetime] | None, end_column: str | None = None
+    frame: pd.DataFrame, column: str, span: TimeSpan | None, end_column: str | None = None
 ) -> pd.DataFrame:
-    """Rows overlapping ``[start, end)``: a bucket or breach that started just before the window counts."""
-    if frame.empty or window is None or column not in frame.columns:
+    """Rows overlapping ``[start, end)``: a bucket or breach that started just before the span counts."""
+    if frame.empty or span is None or column not in frame.columns:
         return frame
-    start, end = (_utc(moment) for moment in window)
+    start, end = pd.Timestamp(span.start), pd.Timestamp(span.end)
     finishes = frame[end_column] if end_column in frame.columns else frame[column]
     inside = (finishes > start) | (frame[column] >= start)
     return frame[inside & (frame[column] < end)]
-
-
-def _utc(moment: datetime) -> pd.Timestamp:
-    stamp = pd.Timestamp(moment)
-    return stamp.tz_convert("UTC") if stamp.tzinfo is not None else stamp.tz_localize("UTC")
 
 
 @dataclass(frozen=True)
@@ -152,20 +148,18 @@ def read_rollups(area: RunArea) -> pd.DataFrame:
     return rollups.assign(**{GROUP_COLUMN: rollups["client_instance_id"].map(groups)})
 
 
-def read_tables(
-    area: RunArea, window: tuple[datetime, datetime] | None, selectors: Mapping[str, str]
-) -> Tables:
+def read_tables(area: RunArea, span: TimeSpan | None, selectors: Mapping[str, str]) -> Tables:
     rollups = read_rollups(area)
-    rollups = _clip(rollups, "bucket_start", window, "bucket_end")
-    anomalies = _clip(read_table(area, "anomalies"), "breach_start", window, "breach_end")
-    broker_clients = _clip(read_table(area, "broker_client_metrics"), "bucket_start", window, "bucket_end")
-    delivery = _selected(fleet_health.clip_hours(read_table(area, "delivery"), window), selectors)
+    rollups = _clip(rollups, "bucket_start", span, "bucket_end")
+    anomalies = _clip(read_table(area, "anomalies"), "breach_start", span, "breach_end")
+    broker_clients = _clip(read_table(area, "broker_client_metrics"), "bucket_start", span, "bucket_end")
+    delivery = _selected(fleet_health.clip_hours(read_table(area, "delivery"), span), selectors)
     silent, _ = fleet_health.delivery_rows(delivery)
     return Tables(
         rollups=_selected(rollups, selectors),
         thresholds=read_table(area, "thresholds"),
         anomalies=_selected(anomalies, selectors),
-        broker_metrics=_clip(read_table(area, "broker_metrics"), "bucket_start", window, "bucket_end"),
+        broker_metrics=_clip(read_table(area, "broker_metrics"), "bucket_start", span, "bucket_end"),
         broker_clients=_selected(broker_clients, selectors),
         delivery=delivery,
         silent=silent,

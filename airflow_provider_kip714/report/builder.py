@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Any, Final
 
+from airflow_provider_kip714.clock import TimeSpan
 from airflow_provider_kip714.contract.selectors import MatchInput, match_map
 from airflow_provider_kip714.report import fleet_health
 from airflow_provider_kip714.report.assemble import DEFAULT_MAX_PLOTS, assemble, read_tables
@@ -59,14 +60,12 @@ class ReportResult:
         return asdict(self)
 
 
-def report_title(
-    dag_id: str | None, window: tuple[datetime, datetime] | None, match: MatchInput = None
-) -> str:
+def report_title(dag_id: str | None, span: TimeSpan | None, match: MatchInput = None) -> str:
     """A human headline: which DAG, when, which clients (``kip714_troubleshoot · 27 Nov 20:39-21:09 UTC ·
     client_id=orders-.*``)."""
     when = "all landed data"
-    if window is not None:
-        start, end = window
+    if span is not None:
+        start, end = span.start, span.end
         same_day = start.date() == end.date()
         when = (
             f"{start:%d %b %Y %H:%M}-{end:%H:%M} UTC"
@@ -92,7 +91,7 @@ def build_report(
     title: str | None = None,
     dag_id: str | None = None,
     request: Mapping[str, Any] | None = None,
-    window: tuple[datetime, datetime] | None = None,
+    span: TimeSpan | None = None,
     max_plots: int = DEFAULT_MAX_PLOTS,
     client_group_by: Sequence[str] = DEFAULT_CLIENT_GROUP_BY,
     match: MatchInput = None,
@@ -100,23 +99,23 @@ def build_report(
 ) -> ReportResult:
     """Write ``<zone>/report/report.html`` from ``<zone>/analytics``; replaces an old one.
 
-    ``window`` limits buckets and findings to ``[start, end)``; ``max_plots`` bounds the charts (finding
+    ``span`` limits buckets and findings to ``[start, end)``; ``max_plots`` bounds the charts (finding
     cards first, then metrics); ``top`` is how many clients a metric chart draws as lines before the rest
     become a band. ``match`` (KIP-714 ``selector=regex``) keeps only the targeted clients; broker health
-    always covers the whole cluster. ``title`` defaults to ``report_title(dag_id, window, match)``.
+    always covers the whole cluster. ``title`` defaults to ``report_title(dag_id, span, match)``.
     """
-    tables = read_tables(area, window, match_map(match))
+    tables = read_tables(area, span, match_map(match))
     content = assemble(
         tables,
         max_plots=max_plots,
         top=top,
         client_group_by=client_group_by,
-        window_end=window[1] if window else None,
+        window_end=span.end if span else None,
     )
     head = Headline(
-        title or report_title(dag_id, window, match),
+        title or report_title(dag_id, span, match),
         datetime.now(UTC),
-        window,
+        span,
         len(content.identities),
         request or {},
     )
@@ -130,7 +129,7 @@ def build_report(
         broker_chart=content.broker_chart,
         fleet=fleet_health.render_sections(
             area,
-            window,
+            span,
             request,
             rollups=tables.rollups,
             palette=content.palette,

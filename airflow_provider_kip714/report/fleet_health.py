@@ -16,13 +16,13 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
 from html import escape
 from typing import Any, Final
 
 import pandas as pd
 
 from airflow_provider_kip714.analytics.tables import read_table
+from airflow_provider_kip714.clock import TimeSpan
 from airflow_provider_kip714.report.cards import section_card
 from airflow_provider_kip714.report.charts import (
     DEFAULT_TOP,
@@ -133,13 +133,11 @@ def capability_matrix(
     return rows, [("metric_name", "metric"), *((library, library) for library in libraries)]
 
 
-def clip_hours(
-    frame: pd.DataFrame, window: tuple[datetime, datetime] | None, column: str = "hour_start"
-) -> pd.DataFrame:
-    """Hourly rows whose hour overlaps the window (rows without an hour are kept)."""
-    if frame.empty or window is None or column not in frame.columns:
+def clip_hours(frame: pd.DataFrame, span: TimeSpan | None, column: str = "hour_start") -> pd.DataFrame:
+    """Hourly rows whose hour overlaps the span (rows without an hour are kept)."""
+    if frame.empty or span is None or column not in frame.columns:
         return frame
-    start, end = (pd.Timestamp(moment).tz_convert("UTC") for moment in window)
+    start, end = pd.Timestamp(span.start), pd.Timestamp(span.end)
     times = frame[column]
     return frame[times.isna() | ((times >= start.floor("h")) & (times < end))]
 
@@ -190,7 +188,7 @@ class FleetSections:
 
 def render_sections(
     area: RunArea,
-    window: tuple[datetime, datetime] | None = None,
+    span: TimeSpan | None = None,
     request: Mapping[str, Any] | None = None,
     *,
     rollups: pd.DataFrame | None = None,
@@ -204,7 +202,7 @@ def render_sections(
     labels = labels or {}
     rollups = rollups if rollups is not None else pd.DataFrame()
     delivery_html, delivery_charts = _delivery_part(
-        clip_hours(read_table(area, "delivery"), window), rollups, palette, labels
+        clip_hours(read_table(area, "delivery"), span), rollups, palette, labels
     )
     convergence_html, convergence_charts = _convergence_part(read_table(area, "convergence"))
     capability_html = _capabilities_part(read_table(area, "capabilities"), request or {})

@@ -13,6 +13,7 @@ from datetime import datetime
 from html import escape
 from typing import Any
 
+from airflow_provider_kip714.clock import TimeSpan
 from airflow_provider_kip714.findings.model import EXTRA_KEY, Finding, FindingError
 from airflow_provider_kip714.report import cards
 from airflow_provider_kip714.report.charts import Chart
@@ -55,7 +56,7 @@ _SHOWN_ELSEWHERE = frozenset({"guardrail_warnings"})
 class Headline:
     title: str
     generated_at: datetime
-    window: tuple[datetime, datetime] | None
+    span: TimeSpan | None
     clients: int
     request: Mapping[str, Any]
 
@@ -98,8 +99,8 @@ def _request_block(request: Mapping[str, Any]) -> str:
 
 def _headline(head: Headline, findings: int) -> list[str]:
     window = (
-        f"{head.window[0]:%Y-%m-%d %H:%M:%S} to {head.window[1]:%Y-%m-%d %H:%M:%S} UTC"
-        if head.window
+        f"{head.span.start:%Y-%m-%d %H:%M:%S} to {head.span.end:%Y-%m-%d %H:%M:%S} UTC"
+        if head.span
         else "all landed data"
     )
     return [

@@ -68,6 +68,7 @@ def main() -> int:
     sys.path.insert(0, str(ROOT / "bench"))
     from bench_report import BUCKETS, END, write_fleet
 
+    from airflow_provider_kip714.clock import TimeSpan
     from airflow_provider_kip714.report import build_report
     from airflow_provider_kip714.storage.data_root import scheduled_area
     from tests.support.ui_demo_data import land_demo_analytics
@@ -77,12 +78,10 @@ def main() -> int:
         small, large = Path(tmp) / "small", Path(tmp) / "large"
         land_demo_analytics(scheduled_area(small).analytics, END)
         write_fleet(scheduled_area(large).analytics, 500)
-        window = (END - timedelta(minutes=BUCKETS), END)
+        span = TimeSpan(END - timedelta(minutes=BUCKETS), END)
         reports = {
-            "report-3.png": build_report(scheduled_area(small), dag_id="kip714_troubleshoot", window=window),
-            "report-500.png": build_report(
-                scheduled_area(large), dag_id="kip714_troubleshoot", window=window
-            ),
+            "report-3.png": build_report(scheduled_area(small), dag_id="kip714_troubleshoot", span=span),
+            "report-500.png": build_report(scheduled_area(large), dag_id="kip714_troubleshoot", span=span),
         }
         driver = start_chromium(Path(tmp) / "chromium")
         driver.set_window_size(*VIEW)

@@ -12,6 +12,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from airflow_provider_kip714.clock import TimeSpan
 from airflow_provider_kip714.report import build_report, report_url_path
 from airflow_provider_kip714.report.builder import report_title
 from airflow_provider_kip714.storage.data_root import RunArea, troubleshoot_area
@@ -334,14 +335,14 @@ def test_chart_budget_keeps_metrics_with_findings_first(tmp_path: Path) -> None:
 
 def test_window_clips_buckets_and_anomalies(tmp_path: Path) -> None:
     zone = make_zone(tmp_path / "zone")
-    result = build_report(zone, window=(START, START + timedelta(seconds=50)))
+    result = build_report(zone, span=TimeSpan(START, START + timedelta(seconds=50)))
     assert result.anomalies == 0  # the breach starts at +80 s
     assert result.metrics_plotted == 2
 
 
 def test_window_keeps_a_breach_that_began_just_before_it(tmp_path: Path) -> None:
     zone = make_zone(tmp_path / "zone")
-    result = build_report(zone, window=(START + timedelta(seconds=85), START + timedelta(seconds=200)))
+    result = build_report(zone, span=TimeSpan(START + timedelta(seconds=85), START + timedelta(seconds=200)))
     assert result.anomalies == 1
 
 
@@ -355,8 +356,8 @@ def test_empty_zone_renders_and_bad_budget_is_refused(tmp_path: Path) -> None:
 
 
 def test_title_says_which_dag_when_and_which_clients() -> None:
-    window = (START, START + timedelta(minutes=30))
-    assert report_title("kip714_troubleshoot", window, ["client_id=orders-.*"]) == (
+    span = TimeSpan(START, START + timedelta(minutes=30))
+    assert report_title("kip714_troubleshoot", span, ["client_id=orders-.*"]) == (
         "kip714_troubleshoot · 01 Mar 2026 10:00-10:30 UTC · client_id=orders-.*"
     )
     assert report_title(None, None) == "KIP-714 report · all landed data · all clients"

@@ -22,6 +22,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from airflow_provider_kip714.clock import TimeSpan
 from airflow_provider_kip714.exceptions import Kip714Error
 from airflow_provider_kip714.report.builder import build_report
 from airflow_provider_kip714.storage.data_root import (
@@ -392,7 +393,7 @@ class DemoRun:
             fleet_report = build_report(
                 scheduled_area(),
                 title="KIP-714 fleet report (kip714_rollups)",
-                window=(self.fleet_started, datetime.now(UTC)),
+                span=TimeSpan(self.fleet_started, datetime.now(UTC)),
             )
             print(
                 f"  Fleet report:           {fleet_report.html_path} "
