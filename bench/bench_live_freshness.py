@@ -813,16 +813,18 @@ def report_cost(
     failed = 0
     prefill = [c for c, phase in zip(live.cycles, phase_of, strict=True) if phase == "prefill"]
     after = [c for c, phase in zip(live.cycles, phase_of, strict=True) if phase in ("late", "tail")]
-    if args.prefill_minutes and prefill and after:
-        # the prefill's last pushes landed by the first cycle that began after it: a cycle is clean of
-        # the prefill when its chunk selection starts at or after that cycle's offsets
-        first = after[0].start_offsets
+    if args.prefill_minutes and prefill and len(after) > 1:
+        # The prefill's last pushes were landed by the first cycle that began after it, at offsets at or
+        # after the ones that cycle recorded when it began: only the next cycle began with them all
+        # committed. A cycle is clean of the prefill when its chunk selection starts at or after that
+        # second cycle's offsets (after[0]'s would still take the prefill's tail: seen, 43k pushes).
+        clean_from = after[1].start_offsets
         late = [
             c
             for c, phase in zip(live.cycles, phase_of, strict=True)
             if phase == "late"
             and c.chunks_from is not None
-            and all(c.chunks_from.get(p, 0) >= offset for p, offset in first.items())
+            and all(c.chunks_from.get(p, 0) >= offset for p, offset in clean_from.items())
         ][: args.late_cycles]
         if not late:
             print("no late-hour cycle ran after the prefill left the window: raise --late-s")
@@ -893,7 +895,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--breaches", type=int, default=5, help="instances that breach (at spread times)")
     parser.add_argument("--prefill-minutes", type=float, default=50.0, help="0: no late-hour phase")
     parser.add_argument("--prefill-interval-s", type=float, default=1.0)
-    parser.add_argument("--late-s", type=float, default=120.0, help="late-hour time after the prefill left")
+    parser.add_argument(
+        "--late-s", type=float, default=420.0, help="late-hour seconds after the prefill (long cycles)"
+    )
     parser.add_argument("--late-cycles", type=int, default=4)
     parser.add_argument("--submit-cycle", action="store_true", help="one more cycle with spark-submit")
     parser.add_argument("--keep", action="store_true", help="keep the work folder")
