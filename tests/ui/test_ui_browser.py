@@ -247,7 +247,15 @@ def test_page_in_airflow_ui(
     values = browser.execute_script("return window.kip714Charts.charts['finding-0'].data[1]")  # type: ignore[attr-defined]
     hover_point(browser, "finding-0", values.index(max(v for v in values if v is not None)))
     wait.until(lambda driver: legend_values(driver, "finding-0")[1] == "450")
-    # Hiding a series from the legend is checked on the report (tests/ui/test_charts_browser.py).
+    # Inside Airflow's frame too, a legend entry hides its series and a second click shows it again.
+    entry = browser.find_elements(By.CSS_SELECTOR, '[data-chart="finding-0"] .u-legend .u-series > th')[1]  # type: ignore[attr-defined]
+    assert data.client_id in entry.text
+    shown_flag = "return window.kip714Charts.charts['finding-0'].series[1].show"
+    entry.click()
+    wait.until(lambda driver: driver.execute_script(shown_flag) is False)
+    assert "u-off" in entry.find_element(By.XPATH, "..").get_attribute("class")
+    entry.click()
+    wait.until(lambda driver: driver.execute_script(shown_flag) is True)
     metric_charts = browser.find_elements(By.CSS_SELECTOR, "#metrics [data-chart] canvas")  # type: ignore[attr-defined]
     assert metric_charts and browser.find_elements(By.CSS_SELECTOR, "#brokers [data-chart] canvas")  # type: ignore[attr-defined]
 
