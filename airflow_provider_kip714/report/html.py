@@ -47,7 +47,6 @@ tr.critical td{background:#fde0dc}tr.warning td{background:#fff4d6}
 .card.info{border-left-color:#627d98}.card.info .sev{background:#627d98}
 td.pushed{background:#e3f9e5}td.absent{background:#f0f4f8;color:#627d98}
 .chart{margin:.3rem 0 .8rem}.chart .note{font-size:.78rem;color:#627d98}
-.u-legend{font-size:.75rem}.u-legend .u-series{cursor:pointer}
 details{margin:.5rem 0}summary{cursor:pointer;color:#334e68}
 .scroll{overflow-x:auto}
 """
@@ -106,11 +105,21 @@ def asset(name: str) -> str:
     return resources.files(__package__).joinpath(ASSETS, name).read_text(encoding="utf-8")
 
 
+LEGEND_STYLE: Final = (
+    ".u-legend{font-size:.75rem}.u-legend .u-series{cursor:pointer}"
+    ".u-legend .u-series th{white-space:nowrap}"
+    ".u-legend .u-value{display:inline-block;min-width:6em}"
+)
+"""The legends of the report's and the page's charts. Labels do not wrap and values keep a fixed width,
+so the legend does not reflow when the cursor leaves the plot (hover values turn back to dashes): a
+click aimed at an entry, right after a hover, toggled the entry below it."""
+
+
 def inline_chart_code() -> str:
     """The chart library, its style and the renderer inline: the report opens offline, from a local
     folder or through the UI from an object store, with no second file to fetch."""
     return (
-        f"<style>{asset(CHART_STYLE)}</style>"
+        f"<style>{asset(CHART_STYLE)}{LEGEND_STYLE}</style>"
         f'<script id="kip714-uplot">{asset(CHART_LIBRARY)}</script>'
         f'<script id="kip714-render">{asset(CHART_RENDERER)}</script>'
     )
