@@ -2,7 +2,7 @@
 
 The connection is the apache-kafka provider's format: a ``kafka`` connection (``kafka_default``)
 whose JSON extra is the librdkafka config (see ``hooks.base``). Reading goes through
-``telemetry.reader``: partitions assigned explicitly, no consumer-group offsets, no silent offset
+``telemetry.topic_consumer``: partitions assigned explicitly, no consumer-group offsets, no silent offset
 reset, fatal errors end the read with one line.
 """
 

@@ -66,7 +66,7 @@ def _policy() -> topic_consumer.ErrorPolicy:
     return topic_consumer.ErrorPolicy("telemetry")
 
 
-def test_open_reader_picks_native_then_python_when_asked(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_open_fetcher_picks_native_then_python_when_asked(monkeypatch: pytest.MonkeyPatch) -> None:
     config = {"bootstrap.servers": "127.0.0.1:1", "group.id": "unit", "logger": logging.getLogger("unit")}
     native = open_fetcher(config, "telemetry", _policy(), 10)
     assert isinstance(native, NativeFetcher) and native.metadata is native

@@ -63,7 +63,7 @@ def test_good_durations_pass_and_none_means_unbounded() -> None:
         topic_consumer.check_duration("x", None, allow_none=False)
 
 
-def test_reader_config_forces_no_commits_and_no_silent_reset() -> None:
+def test_consumer_config_forces_no_commits_and_no_silent_reset() -> None:
     shared = {
         **CONFIG,
         "auto.offset.reset": "latest",
