@@ -11,7 +11,7 @@ from datetime import datetime
 from html import escape
 from typing import Final
 
-from airflow_provider_kip714.findings.model import Finding, FindingKind
+from airflow_provider_kip714.findings.model import ClientIdentity, Finding, FindingKind
 from airflow_provider_kip714.report.html import table, text
 
 KIND_WORDS: Final = {
@@ -43,6 +43,11 @@ def who(finding: Finding) -> list[tuple[str, str]]:
     client = finding.client
     if client.client_instance_id is None and client.client_id is None:
         return [("broker", str(finding.broker_node_id if finding.broker_node_id is not None else "?"))]
+    return client_rows(client)
+
+
+def client_rows(client: ClientIdentity) -> list[tuple[str, str]]:
+    """(label, text) pairs naming a client: id, instance, software, principal, source address."""
     software = " ".join(str(v) for v in (client.client_software_name, client.client_software_version) if v)
     rows = [
         ("client id", str(client.client_id or "?")),

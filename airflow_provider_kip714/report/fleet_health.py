@@ -13,7 +13,6 @@ is missing says so in one line; the UI panels read the same frames through ``del
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from html import escape
@@ -23,7 +22,9 @@ import pandas as pd
 
 from airflow_provider_kip714.analytics.tables import read_table
 from airflow_provider_kip714.clock import TimeSpan
-from airflow_provider_kip714.report.cards import section_card
+from airflow_provider_kip714.findings.from_tables import number, rows
+from airflow_provider_kip714.findings.model import ClientIdentity
+from airflow_provider_kip714.report.cards import client_rows, section_card
 from airflow_provider_kip714.report.charts import (
     DEFAULT_TOP,
     PALETTE,
@@ -212,23 +213,15 @@ def render_sections(
     )
 
 
-def _who(row: Mapping[str, Any]) -> list[tuple[str, str]]:
-    software = " ".join(
-        str(row[key]) for key in ("client_software_name", "client_software_version") if _present(row.get(key))
-    )
-    return [
-        ("client id", str(row.get("client_id") or "?")),
-        ("instance", str(row.get("client_instance_id") or "?")),
-        ("software", software or "?"),
-    ]
-
-
-def _present(value: object) -> bool:
-    return value is not None and not (isinstance(value, float) and math.isnan(value)) and value is not pd.NaT
+def _count(value: object) -> str:
+    """A count read through ``rows`` (a column with a null in it is float): ``3``, not ``3.0``."""
+    count = number(value)
+    return "?" if count is None else str(int(count))
 
 
 def _seconds(value: object) -> str:
-    return f"{float(value):.0f} s" if _present(value) else "?"  # type: ignore[arg-type]
+    seconds = number(value)
+    return "?" if seconds is None else f"{seconds:.0f} s"
 
 
 def _received_per_bucket(rollups: pd.DataFrame) -> pd.DataFrame:
@@ -258,9 +251,9 @@ def _delivery_part(
     wide = _received_per_bucket(rollups)
     charts: list[Chart] = []
     cards_html = []
-    for number, row in enumerate(records(gaps.head(MAX_SECTION_CARDS))):
+    for index, row in enumerate(rows(gaps.head(MAX_SECTION_CARDS))):
         instance = str(row.get("client_instance_id") or "")
-        chart = _gap_chart(f"delivery-{number}", wide, instance, labels, palette)
+        chart = _gap_chart(f"delivery-{index}", wide, instance, labels, palette)
         if chart is not None:
             charts.append(chart)
         interval = row.get("push_interval_seconds")
@@ -269,14 +262,14 @@ def _delivery_part(
                 "warning",
                 "gaps in its pushes",
                 [
-                    *_who(row),
+                    *client_rows(ClientIdentity.from_row(row)),
                     ("what", f"the longest gap {_seconds(row.get('max_gap_seconds'))} against a "
                      f"{_seconds(interval)} push interval"),
                     ("hour", str(row.get("hour_start"))),
                     ("how bad", f"{row.get('landed_pushes')} of {row.get('expected_pushes')} expected pushes "
                      "landed"),
                     ("against", "the pushes its interval promises"),
-                    *((("why", str(row["reason"])),) if _present(row.get("reason")) else ()),
+                    *((("why", str(row["reason"])),) if row.get("reason") is not None else ()),
                 ],
                 chart.chart_id if chart is not None else None,
                 kind="delivery_gaps",
@@ -339,12 +332,12 @@ def _convergence_part(convergence: pd.DataFrame) -> tuple[list[str], list[Chart]
         return parts, []
     charts: list[Chart] = []
     cards_html = []
-    for number, row in enumerate(records(windows.head(MAX_SECTION_CARDS))):
+    for index, row in enumerate(rows(windows.head(MAX_SECTION_CARDS))):
         name = row.get("subscription_name")
         mine = clients[clients["subscription_name"] == name]
         matched, converged = row.get("matched_clients"), row.get("converged_clients")
-        short = _present(matched) and _present(converged) and int(converged) < int(matched)  # type: ignore[arg-type]
-        chart = _convergence_chart(f"convergence-{number}", row, mine)
+        short = matched is not None and converged is not None and int(converged) < int(matched)
+        chart = _convergence_chart(f"convergence-{index}", row, mine)
         if chart is not None:
             charts.append(chart)
         cards_html.append(
@@ -353,7 +346,7 @@ def _convergence_part(convergence: pd.DataFrame) -> tuple[list[str], list[Chart]
                 f"subscription {text(name, 160)}",
                 [
                     ("created", str(row.get("subscribed_at"))),
-                    ("what", f"{converged} of {matched} matched client(s) pushed under it"
+                    ("what", f"{_count(converged)} of {_count(matched)} matched client(s) pushed under it"
                      + (": the others kept their old subscription or never pushed" if short else "")),
                     ("how long", f"half after {_seconds(row.get('p50_seconds'))}, 90 % after "
                      f"{_seconds(row.get('p90_seconds'))}, all after {_seconds(row.get('p100_seconds'))}"),
@@ -371,14 +364,14 @@ def _convergence_part(convergence: pd.DataFrame) -> tuple[list[str], list[Chart]
 def _convergence_chart(chart_id: str, window: Mapping[str, Any], clients: pd.DataFrame) -> Chart | None:
     """Clients pushing under the subscription over time: a step up at each client's first push."""
     created = window.get("subscribed_at")
-    if not _present(created) or clients.empty:
+    if created is None or clients.empty:
         return None
-    firsts = sorted(t for t in clients["first_push_time"] if _present(t))
+    firsts = sorted(clients["first_push_time"].dropna())
     times = [created, *firsts]
     chart = Chart(chart_id, "clients pushing under the subscription", "clients", [epoch(t) for t in times])
     chart.lines.append(Line("pushed under it", [float(n) for n in range(len(times))], PALETTE[0], 2.4))
     matched = window.get("matched_clients")
-    if _present(matched):
+    if matched is not None:
         chart.lines.append(Line("matched", [float(matched)] * len(times), REST_COLOUR, 1.2, (6, 3)))  # type: ignore[arg-type]
     if firsts:
         chart.shade = spans([created], [firsts[-1]])
