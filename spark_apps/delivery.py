@@ -23,7 +23,6 @@ from kip714_common.broker_metric_names import BrokerMetric
 from kip714_common.caching import cached
 from kip714_common.cli import Interval, common_flags_step, make_interval, run_main
 from kip714_common.delivery import (
-    GAP_AFTER,
     HOUR,
     broker_client_counters,
     broker_hours,
@@ -52,7 +51,7 @@ def _status() -> Column:
     return (
         F.when(F.col("silent_since").isNotNull() & (hour_end > F.col("silent_since")), F.lit("silent"))
         .when(F.col("throttled_pushes") > 0, F.lit("throttled"))
-        .when(F.col("max_gap_seconds") > GAP_AFTER * F.col("interval_seconds"), F.lit("gaps"))
+        .when(F.coalesce(F.col("_gap_missed"), F.lit(False)), F.lit("gaps"))
         .otherwise(F.lit("ok"))
     )
 

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 import numpy as np
+import pyarrow as pa
 
 from tests.spark.scenarios import DAY, PUSH_SECONDS, ns, push_times
 from tests.support.synthetic_landing import (
@@ -44,6 +45,9 @@ class DeliveryScenario:
     unseen_from: datetime
     start: datetime
     end: datetime
+    resubscribed: SyntheticClient
+    same_subscription: SyntheticClient
+    window_opened_at: datetime
 
 
 def _pushes(writer: LandingWriter, client: SyntheticClient, times: np.ndarray, metric: str = METRIC) -> None:
@@ -58,7 +62,7 @@ def _broker_rows(scenario: DeliveryScenario) -> list[dict[str, object]]:
     rows: list[dict[str, object]] = []
     for moment in push_times(start, end, offset_seconds=0).tolist():
         at = datetime.fromtimestamp(moment // NANOS, start.tzinfo)
-        known = 4 + (at < scenario.killed_at + timedelta(seconds=60)) + (at < scenario.closed_at)
+        known = 6 + (at < scenario.killed_at + timedelta(seconds=60)) + (at < scenario.closed_at)
         known += at < scenario.java_stopped_at + timedelta(seconds=60)
         known += at < scenario.java_stopped_at + timedelta(seconds=60)  # the killed Java consumer
         known += at >= scenario.unseen_from
@@ -87,6 +91,33 @@ def _broker_rows(scenario: DeliveryScenario) -> list[dict[str, object]]:
     return rows
 
 
+def _window_opens(
+    client: SyntheticClient, opened_at: datetime, end: datetime, resubscribes: bool
+) -> pa.Table:
+    """Pushes every 10 s from 13:00; at ``opened_at`` a 1 s window opens: the broker accepts one more push
+    under the old subscription (5 s after), refuses the next one 10 s later (UNKNOWN_SUBSCRIPTION_ID),
+    and the client pushes every 1 s from one second after that, until ``end``. With ``resubscribes``
+    false the pushes carry one subscription id throughout, which no real broker does."""
+    old = push_times(DAY.replace(hour=13), opened_at + timedelta(seconds=6)).tolist()
+    first_new = old[-1] + 11 * NANOS
+    new = list(range(first_new, ns(end), NANOS))
+    points = [
+        {
+            **client_labels(client),
+            "metric_name": METRIC,
+            "metric_type": "gauge",
+            "time": moment,
+            "value": 5.0,
+            "push_interval_ms": 10_000 if is_old else 1000,
+            "subscription_id": 111 if is_old or not resubscribes else 222,
+            "offset": offset,
+            "cluster_id": CLUSTER,
+        }
+        for offset, (moment, is_old) in enumerate([(t, True) for t in old] + [(t, False) for t in new])
+    ]
+    return rows_table(points)
+
+
 def write_delivery_scenario(root: str) -> DeliveryScenario:
     """13:00-15:00, pushes every 10 s: a steady client; a librdkafka client killed at 13:20 (no terminating
     push, and librdkafka sends one on close); a Java client whose pushes stop at 13:25 (the Java client
@@ -95,7 +126,9 @@ def write_delivery_scenario(root: str) -> DeliveryScenario:
     closed at 13:30 with a terminating push; one with no push 13:10-13:12; one the broker throttled twice
     at 13:40; one that pushes every 40 s from 14:50 (a throttled client keeps its slower cadence: its last
     push, 14:59:25, is 35 s before the end, more than 2.5 intervals but not 2.5 of its own gaps); from
-    13:05 the broker knows one instance more than push to it (a refused client).
+    13:05 the broker knows one instance more than push to it (a refused client); two that a 1 s window
+    changes from a 10 s cadence at 14:30 (``_window_opens``), one re-subscribing as brokers do and one
+    keeping its subscription id.
     """
     writer = LandingWriter(root)
     start, end = DAY.replace(hour=13), DAY.replace(hour=15)
@@ -145,7 +178,12 @@ def write_delivery_scenario(root: str) -> DeliveryScenario:
         unseen_from,
         start,
         end,
+        make_client(79),
+        make_client(80),
+        DAY.replace(hour=14, minute=30),
     )
+    for client, resubscribes in ((scenario.resubscribed, True), (scenario.same_subscription, False)):
+        writer.write(_window_opens(client, scenario.window_opened_at, end, resubscribes))
     writer.write(rows_table([terminating, *_broker_rows(scenario)]))
     return scenario
 

@@ -116,6 +116,22 @@ def test_a_client_pushing_more_slowly_is_not_silent_until_it_misses_its_own_cade
     assert hours[13]["status"] == "ok"
 
 
+def test_a_window_that_changes_the_cadence_mid_hour_is_no_gap(delivery_run):
+    """A 1 s window opens at 14:30 on a client pushing every 10 s: each gap is judged at its own cadence,
+    and the pause of the re-subscription (the push refused under the old subscription) is no gap. Before,
+    the whole hour was judged at the last push's 1 s and the 11 s switch read as a lost push."""
+    scenario, _, rows = delivery_run
+    hours = _of(rows, scenario.resubscribed)
+    assert hours[13]["status"] == "ok" and hours[14]["status"] == "ok", hours
+    assert hours[14]["push_interval_seconds"] == 1.0
+    assert hours[14]["max_gap_seconds"] == pytest.approx(10.0)
+    # the same pause without a change of subscription id is a gap: the excuse is the re-subscription
+    same = _of(rows, scenario.same_subscription)
+    assert same[13]["status"] == "ok" and same[14]["status"] == "gaps"
+    assert same[14]["max_gap_seconds"] == pytest.approx(11.0)
+    assert "longest gap 11.0 s for a 1.0 s interval" in same[14]["reason"]
+
+
 def test_instances_the_broker_knew_but_never_saw_push(delivery_run):
     scenario, _, rows = delivery_run
     unseen = {row["hour_start"].hour: row for row in rows if row["client_instance_id"] is None}
@@ -123,7 +139,7 @@ def test_instances_the_broker_knew_but_never_saw_push(delivery_run):
     first = unseen[13]
     assert (first["unseen_instances"], first["status"], first["broker_node_id"]) == (1, "silent", 1)
     assert first["silent_since"].replace(tzinfo=scenario.start.tzinfo) == scenario.unseen_from
-    assert "knew 9 client-metrics instances, 8 pushed" in first["reason"]
+    assert "knew 11 client-metrics instances, 10 pushed" in first["reason"]
     assert unseen[14]["unseen_instances"] == 1
 
 
