@@ -89,6 +89,10 @@ def story(
             group.stop()
 
 
+def _unfinished(api: Any, dag_id: str) -> list[str]:
+    return [r["dag_run_id"] for r in api.dag_runs(dag_id) if r["state"] not in ("success", "failed")]
+
+
 def _finding_events(api: Any) -> list[dict[str, Any]]:
     asset = next(a for a in api.assets() if a["name"] == FINDINGS_ASSET_NAME)
     return api.asset_events(asset_id=asset["id"], limit=1000)
@@ -187,6 +191,15 @@ def test_a_slow_consumer_is_found_mailed_and_opens_its_own_window(story: dict[st
     assert f"{prefix}-consumer-slow" in text
     for other in (f"{prefix}-consumer-1", f"{prefix}-consumer-2", f"{prefix}-producer"):
         assert other not in text  # a window for that consumer alone
+
+    # every window closes: the peers' findings may have opened windows of their own, still landing when
+    # this one ended, so no new ones now, and each run that opened one must have deleted it
+    api.pause(AUTO)
+    _wait("the auto-window runs to finish", lambda: not _unfinished(api, AUTO), 600)
+    _wait("the troubleshooting runs to finish", lambda: not _unfinished(api, TROUBLESHOOT), 1800, every_s=10)
+    for other_run in api.dag_runs(TROUBLESHOOT):
+        states = api.task_states(TROUBLESHOOT, other_run["dag_run_id"])
+        assert states.get("close_subscription") == "success", (other_run["dag_run_id"], states)
     assert not [n for n in story["admin"].list_names() if n.startswith("kip714-troubleshoot")]
 
     # nothing announced twice, across the scheduler restart and the killed task
