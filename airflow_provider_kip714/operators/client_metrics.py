@@ -55,11 +55,11 @@ class OpenedWindow:
         }
 
 
-def window_suffix(context: Mapping[str, Any], label: str, window: timedelta) -> str:
+def window_suffix(context: Mapping[str, Any], label: str, length: timedelta) -> str:
     """Same task instance + same window spec -> same suffix, across retries and worker crashes."""
     ti = context["ti"]
     return derive_suffix(
-        ti.dag_id, ti.task_id, context["run_id"], ti.map_index, label, int(window.total_seconds())
+        ti.dag_id, ti.task_id, context["run_id"], ti.map_index, label, int(length.total_seconds())
     )
 
 
@@ -74,7 +74,7 @@ def open_window(
     hook: ClientMetricsHook,
     label: str,
     suffix: str,
-    window: timedelta,
+    length: timedelta,
     spec: Mapping[str, Any],
     before_create: Callable[[str], None] = lambda name: None,
 ) -> OpenedWindow:
@@ -83,20 +83,20 @@ def open_window(
     existing = hook.find_window(label, suffix)
     if existing is not None:
         name = str(existing)
-        start = existing.expires_at - window
+        start = existing.expires_at - length
         if existing.is_expired(now):
             return OpenedWindow(name, start, existing.expires_at, reused=True, already_expired=True)
         before_create(name)
         hook.create(Subscription.from_spec(name=name, **spec))
         return OpenedWindow(name, start, existing.expires_at, reused=True, already_expired=False)
-    name = format_window_name(label, now + window, suffix)
-    end = Subscription.from_spec(name=name, **spec).expires_at or now + window  # whole seconds
+    name = format_window_name(label, now + length, suffix)
+    end = Subscription.from_spec(name=name, **spec).expires_at or now + length  # whole seconds
     # advice before a new window: logs a WARNING per library that pushes none of the prefixes, or whose
     # estimated push exceeds telemetry.max.bytes (troubleshooting/guardrails.py); never blocks the window
     check_subscription(Subscription.from_spec(name=name, **spec), admin=getattr(hook, "admin", None))
     before_create(name)
     hook.create(Subscription.from_spec(name=name, **spec))
-    return OpenedWindow(name, end - window, end, reused=False, already_expired=False)
+    return OpenedWindow(name, end - length, end, reused=False, already_expired=False)
 
 
 class _SpecMixin:
@@ -135,8 +135,8 @@ class _SpecMixin:
 class CreateClientMetricsSubscriptionOperator(_SpecMixin, ClientMetricsBaseOperator):
     """Create (idempotently) a subscription; returns ``{"name", "start", "end", "kafka_config_id"}``.
 
-    Give ``name`` for a plain subscription (``start``/``end`` are then None), or ``window`` (``"30m"``,
-    seconds, timedelta; at most ``limits.MAX_WINDOW``, 24 h) for a time-boxed one named
+    Give ``name`` for a plain subscription (``start``/``end`` are then None), or ``window``, the window's
+    length (``"30m"``, seconds, timedelta; at most ``limits.MAX_WINDOW``, 24 h) for a time-boxed one named
     ``kip714-<window_label>-exp<UTC>-<8 hex>`` (label defaults to ``<dag_id>-<task_id>``); a retry
     finds the same window. Downstream tasks read the window's bounds from this XCom, never recompute them.
     """
@@ -182,7 +182,7 @@ class CreateClientMetricsSubscriptionOperator(_SpecMixin, ClientMetricsBaseOpera
             self.close_hook()
 
     def _open(self, context: Any) -> dict[str, Any]:
-        window = parse_window_length(self.window)
+        length = parse_window_length(self.window)
         label = slugify_label(self.window_label or f"{self.dag_id}-{self.task_id}")
         Subscription.from_spec(name="validation-only", **self.spec())  # fail before touching the cluster
         record_window_cluster(self.kafka_config_id)
@@ -194,7 +194,7 @@ class CreateClientMetricsSubscriptionOperator(_SpecMixin, ClientMetricsBaseOpera
 
         try:
             opened = open_window(
-                self.hook, label, window_suffix(context, label, window), window, self.spec(), before_create
+                self.hook, label, window_suffix(context, label, length), length, self.spec(), before_create
             )
         except BaseException:
             for name in announced:  # the broker may have applied it before the call failed
@@ -285,7 +285,7 @@ class ClientMetricsTroubleshootingWindowOperator(_SpecMixin, ClientMetricsBaseOp
         self.subscription_name: str | None = None
 
     def execute(self, context: Any) -> str:
-        window = parse_window_length(self.window)
+        length = parse_window_length(self.window)
         label = slugify_label(self.window_label or f"{self.dag_id}-{self.task_id}")
         Subscription.from_spec(name="validation-only", **self.spec())  # fail before touching the cluster
         record_window_cluster(self.kafka_config_id)
@@ -296,7 +296,7 @@ class ClientMetricsTroubleshootingWindowOperator(_SpecMixin, ClientMetricsBaseOp
 
         try:
             opened = open_window(
-                self.hook, label, window_suffix(context, label, window), window, self.spec(), before_create
+                self.hook, label, window_suffix(context, label, length), length, self.spec(), before_create
             )
             self.subscription_name = opened.name
             if opened.already_expired:
