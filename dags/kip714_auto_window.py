@@ -4,7 +4,8 @@ Off unless the Airflow Variable ``kip714_auto_windows`` says ``{"enabled": true}
 guardrails: ``troubleshooting/auto_window.py``, docs/live.md). Scheduled on the ``kip714_findings``
 asset:
 
-    plan_windows (guardrails; records each window in <root>/live/auto_windows.json)
+    plan_windows (guardrails; records each window in <root>/live/auto_windows.json; keeps live mode's
+        rows of the finding for the run's report: findings/evidence.py)
         -> open_window (one kip714_troubleshoot run per window, run id kip714_auto__<finding id>)
 
 The troubleshooting run is the ordinary ``kip714_troubleshoot``: the same operators and guarantees
@@ -23,6 +24,7 @@ from airflow.sdk import DAG, Variable, get_current_context, task
 from airflow_provider_kip714.findings.announce import findings_asset
 from airflow_provider_kip714.findings.events import findings_of_events
 from airflow_provider_kip714.findings.store import LiveStore
+from airflow_provider_kip714.storage.data_root import live_area
 from airflow_provider_kip714.troubleshooting.auto_window import (
     AUTO_WINDOWS_VARIABLE,
     TROUBLESHOOT_DAG_ID,
@@ -54,7 +56,9 @@ with DAG(
             return []
         findings, bad = findings_of_events(get_current_context()["triggering_asset_events"])
         now = datetime.now(UTC)
-        plans = open_windows(LiveStore(), findings, settings, load_capabilities_of(visible_areas()), now)
+        plans = open_windows(
+            LiveStore(), findings, settings, load_capabilities_of(visible_areas()), now, live_area()
+        )
         print(
             f"{len(findings)} finding(s), {bad} bad event(s), {len(plans.windows)} window(s) to open",
             flush=True,

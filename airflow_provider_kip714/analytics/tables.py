@@ -15,6 +15,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.fs as pafs
+import pyarrow.parquet as pq
 
 from airflow_provider_kip714.storage.data_root import ANALYTICS_TABLES, RunArea, StoragePath, arrow_location
 
@@ -123,6 +124,24 @@ def read_table(
                 series.dt.tz_localize("UTC") if series.dt.tz is None else series.dt.tz_convert("UTC")
             )
     return frame
+
+
+def copy_rows(source: RunArea, target: RunArea, table: str, equal: dict[str, str]) -> int:
+    """Copy the rows of ``source``'s table with ``equal`` (column -> value) into one file of ``target``'s
+    table, replacing what it held; returns how many. Arrow throughout: no rows become Python objects."""
+    dataset = _dataset(source, table)
+    if dataset is None:
+        return 0
+    condition = _filter(dataset.schema.names, equal)
+    if condition is False:
+        return 0
+    rows = dataset.to_table(filter=condition)
+    if rows.num_rows == 0:
+        return 0
+    filesystem, where = arrow_location(table_path(target, table))
+    filesystem.create_dir(where, recursive=True)
+    pq.write_table(rows, f"{where}/part-0.parquet", filesystem=filesystem)
+    return rows.num_rows
 
 
 def distinct_values(area: RunArea, table: str, column: str, equal: dict[str, str] | None = None) -> list[str]:

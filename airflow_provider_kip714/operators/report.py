@@ -17,7 +17,7 @@ from airflow_provider_kip714.analytics.run_owner import write_run_owner
 from airflow_provider_kip714.clock import TimeSpan
 from airflow_provider_kip714.report import build_report, report_url_path
 from airflow_provider_kip714.report.builder import DEFAULT_MAX_PLOTS
-from airflow_provider_kip714.storage.data_root import troubleshoot_area
+from airflow_provider_kip714.storage.data_root import live_area, troubleshoot_area
 
 
 class TroubleshootingReportLink(BaseOperatorLink):
@@ -80,7 +80,8 @@ class TroubleshootingReportOperator(BaseOperator):
 
     def execute(self, context: Any) -> str:
         run_id = context["run_id"]
-        area = troubleshoot_area(run_id, root=Path(self.data_dir) if self.data_dir else None)
+        root = Path(self.data_dir) if self.data_dir else None
+        area = troubleshoot_area(run_id, root=root)
         start, end = _instant(self.window_start), _instant(self.window_end)
         span = TimeSpan(start, end) if start is not None and end is not None else None
         write_run_owner(area, self.dag_id, run_id)  # the UI shows the run to users who may read its runs
@@ -93,6 +94,7 @@ class TroubleshootingReportOperator(BaseOperator):
             span=span,
             max_plots=self.max_plots,
             match=self.match,
+            live=live_area(root),
         )
         self.log.info(
             "Report written: %s (%d client(s), %d finding(s), %d metric chart(s), %d skipped, "

@@ -20,6 +20,7 @@ from airflow_provider_kip714.contract.selectors import MatchInput, match_map
 from airflow_provider_kip714.report import fleet_health
 from airflow_provider_kip714.report.assemble import DEFAULT_MAX_PLOTS, assemble, read_tables
 from airflow_provider_kip714.report.charts import DEFAULT_TOP
+from airflow_provider_kip714.report.opened_by import opened_by
 from airflow_provider_kip714.report.page import Body, Headline, render_page
 from airflow_provider_kip714.storage.data_root import (
     RunArea,
@@ -96,13 +97,16 @@ def build_report(
     client_group_by: Sequence[str] = DEFAULT_CLIENT_GROUP_BY,
     match: MatchInput = None,
     top: int = DEFAULT_TOP,
+    live: RunArea | None = None,
 ) -> ReportResult:
     """Write ``<zone>/report/report.html`` from ``<zone>/analytics``; replaces an old one.
 
     ``span`` limits buckets and findings to ``[start, end)``; ``max_plots`` bounds the charts (finding
     cards first, then metrics); ``top`` is how many clients a metric chart draws as lines before the rest
     become a band. ``match`` (KIP-714 ``selector=regex``) keeps only the targeted clients; broker health
-    always covers the whole cluster. ``title`` defaults to ``report_title(dag_id, span, match)``.
+    always covers the whole cluster. ``title`` defaults to ``report_title(dag_id, span, match)``. ``live``
+    (live mode's area) holds the evidence of the finding that opened the window, if one did
+    (``report/opened_by.py``).
     """
     tables = read_tables(area, span, match_map(match))
     content = assemble(
@@ -137,6 +141,7 @@ def build_report(
         ),
         palette=content.palette.as_json(),
         clients=content.identities,
+        opened_by=opened_by(request or {}, live, content.palette, client_group_by),
     )
     text = render_page(head, body)
     report_dir = area.report

@@ -14,7 +14,6 @@ from html import escape
 from typing import Any
 
 from airflow_provider_kip714.clock import TimeSpan
-from airflow_provider_kip714.findings.model import EXTRA_KEY, Finding, FindingError
 from airflow_provider_kip714.report import cards
 from airflow_provider_kip714.report.charts import Chart
 from airflow_provider_kip714.report.findings import Card
@@ -29,7 +28,7 @@ from airflow_provider_kip714.report.html import (
     table,
     text,
 )
-from airflow_provider_kip714.troubleshooting.form import OPENED_BY_KEY
+from airflow_provider_kip714.report.opened_by import OpenedBy
 
 BROKER_COLUMNS = (
     ("broker_node_id", "broker"),
@@ -76,6 +75,8 @@ class Body:
     palette: Mapping[str, str]
     clients: Mapping[str, Mapping[str, str]]
     """Instance -> identity columns, for the clients table (the legend of every chart)."""
+    opened_by: OpenedBy | None = None
+    """The finding that opened the window (``report/opened_by.py``); None for a window opened by hand."""
 
 
 def _json_text(value: Any) -> str:
@@ -111,22 +112,26 @@ def _headline(head: Headline, findings: int) -> list[str]:
     ]
 
 
-def _opened_by_part(request: Mapping[str, Any]) -> list[str]:
+def _opened_by_part(opened: OpenedBy | None) -> list[str]:
     """A window a finding opened (``kip714_auto_window``) begins with that finding, as live mode saw it."""
-    body = request.get(OPENED_BY_KEY)
-    if not isinstance(body, dict):
+    if opened is None:
         return []
-    try:
-        finding = Finding.from_extra({EXTRA_KEY: body})
-    except FindingError as err:
+    if opened.card is None:
         return [
-            f"<p class='muted'>This window was opened by a finding the report cannot read: {text(err)}</p>"
+            "<p class='muted'>This window was opened by a finding the report cannot read: "
+            f"{text(opened.problem or '')}</p>"
         ]
+    chart = opened.card.chart
+    note = (
+        "as live mode saw it when it opened the window, against the same peers or baseline"
+        if chart is not None
+        else "live mode's rows of it were not kept, so it has no chart here"
+    )
     return [
         "<h2 id='opened-by'>Opened by this finding</h2>",
         "<p class='muted'>Live mode found this and opened the window, at high resolution, for the client it "
-        "names; the findings of the window follow.</p>",
-        f"<div class='cards'>{cards.card(finding, None)}</div>",
+        f"names; the chart shows the finding {note}. The findings of the window follow.</p>",
+        f"<div class='cards'>{cards.card(opened.card.finding, chart.chart_id if chart else None)}</div>",
     ]
 
 
@@ -203,7 +208,8 @@ def _broker_part(body: Body) -> list[str]:
 
 
 def render_page(head: Headline, body: Body) -> str:
-    charts = [c.chart for c in body.cards if c.chart] + list(body.metric_charts)
+    opened = [body.opened_by.card.chart] if body.opened_by and body.opened_by.card else []
+    charts = [c for c in opened if c] + [c.chart for c in body.cards if c.chart] + list(body.metric_charts)
     if body.broker_chart is not None:
         charts.append(body.broker_chart)
     charts.extend(body.fleet.charts)
@@ -212,7 +218,7 @@ def render_page(head: Headline, body: Body) -> str:
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
         f"<title>{text(head.title, 300)}</title><style>{STYLE}</style></head><body>",
         *_headline(head, len(body.cards) + len(body.overflow)),
-        *_opened_by_part(head.request),
+        *_opened_by_part(body.opened_by),
         *_findings_part(body),
         *_metrics_part(body),
         *_clients_part(body),

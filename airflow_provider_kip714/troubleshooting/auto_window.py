@@ -16,7 +16,9 @@ or whose push would pass ``telemetry.max.bytes``, gets no window: asking librdka
 lacks has crashed clients, and a Java client refused once stops pushing for good).
 
 Every window opened is recorded with its finding in ``<root>/live/auto_windows.json`` before the run is
-triggered; the guardrails count those records.
+triggered; the guardrails count those records. Live mode's rows of the finding (its metric, for the
+client and its peers) are kept then, for the report's first card (``findings/evidence.py``): the live
+tables will have moved on when the report is written.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from typing import Any, Final
 from airflow_provider_kip714.contract.client_text import printable
 from airflow_provider_kip714.contract.instance_id import to_kafka_form
 from airflow_provider_kip714.exceptions import Kip714Error
+from airflow_provider_kip714.findings.evidence import keep_evidence
 from airflow_provider_kip714.findings.model import EXTRA_KEY, Finding, Transition
 from airflow_provider_kip714.findings.store import AutoWindow, LiveStore
 from airflow_provider_kip714.settings import (
@@ -39,6 +42,7 @@ from airflow_provider_kip714.settings import (
     scheduled_kafka_conn_id,
     variable_settings,
 )
+from airflow_provider_kip714.storage.data_root import RunArea
 from airflow_provider_kip714.subscriptions.duration import parse_duration
 from airflow_provider_kip714.subscriptions.model import MIN_INTERVAL_MS
 from airflow_provider_kip714.troubleshooting.form import BUCKETS, MAX_WINDOW_S, MIN_WINDOW_S, OPENED_BY_KEY
@@ -120,6 +124,7 @@ class WindowPlan:
     run_id: str
     conf: dict[str, Any]
     record: AutoWindow
+    finding: Finding
     new: bool = True
     """False when the finding's window was recorded by an earlier try: trigger again, record nothing."""
 
@@ -194,7 +199,7 @@ def plan_window(
     if isinstance(built, Refusal):
         return built
     if existing is not None:
-        return WindowPlan(existing.run_id, built, existing, new=False)
+        return WindowPlan(existing.run_id, built, existing, finding, new=False)
     window_seconds = settings.window_minutes * 60
     record = AutoWindow(
         run_id=f"{RUN_ID_PREFIX}{fid}",
@@ -206,7 +211,7 @@ def plan_window(
             f"{finding.kind.value} {finding.severity.value}: {finding.subject}: {finding.summary}", 300
         ),
     )
-    return WindowPlan(record.run_id, built, record)
+    return WindowPlan(record.run_id, built, record, finding)
 
 
 def _caps_refusal(
@@ -306,9 +311,12 @@ def open_windows(
     settings: AutoWindowSettings,
     capabilities: Sequence[Capability],
     now: datetime,
+    live: RunArea | None = None,
 ) -> Plans:
     """``plan_windows`` against the recorded windows, with every new window recorded before it is
-    triggered (the guardrails count the records); one log line per refusal and per window."""
+    triggered (the guardrails count the records); one log line per refusal and per window. With
+    ``live`` (live mode's area), live mode's rows of each window's finding are kept for the run's report
+    (``findings.evidence``), while they still exist."""
     history = prune(store.auto_windows(), now)
     plans = plan_windows(findings, settings, history, capabilities, now)
     for refusal in plans.refusals:
@@ -320,6 +328,9 @@ def open_windows(
         store.write_auto_windows([*history, *new])
     for window in plans.windows:
         log.info("KIP714_AUTO_WINDOW opening %s for %s", window.run_id, window.record.client_instance_ids)
+        if live is not None:
+            kept = keep_evidence(window.finding, live)
+            log.info("%s: live mode's rows kept for its report: %s", window.run_id, kept or "none")
     return plans
 
 

@@ -189,6 +189,10 @@ def test_a_slow_consumer_is_found_mailed_and_opens_its_own_window(story: dict[st
     text = report.read_text()
     assert text.index("id='opened-by'") < text.index("id='findings'")
     assert f"{prefix}-consumer-slow" in text
+    if opened.metric_name:  # drawn from live mode's rows kept when the window opened, peers as a band
+        assert (
+            'data-chart="opened-by-chart"' in text[text.index("id='opened-by'") : text.index("id='findings'")]
+        )
     for other in (f"{prefix}-consumer-1", f"{prefix}-consumer-2", f"{prefix}-producer"):
         assert other not in text  # a window for that consumer alone
 

@@ -4,13 +4,18 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from airflow_provider_kip714.contract.selectors import compile_pattern
 from airflow_provider_kip714.exceptions import SubscriptionValidationError
+from airflow_provider_kip714.findings.evidence import evidence_area
 from airflow_provider_kip714.findings.model import ClientIdentity, Finding, FindingKind, Severity
 from airflow_provider_kip714.findings.store import AutoWindow, LiveStore
+from airflow_provider_kip714.storage.data_root import RunArea
 from airflow_provider_kip714.troubleshooting.auto_window import (
     AutoWindowConfigError,
     AutoWindowSettings,
@@ -207,3 +212,21 @@ def test_the_form_refuses_a_bad_opening_finding() -> None:
     with pytest.raises(SubscriptionValidationError) as failed:
         TroubleshootingRequest.from_params({"opened_by_finding": {"kind": "anomaly"}})
     assert failed.value.field == "opened_by_finding"
+
+
+def test_each_window_keeps_live_modes_rows_of_its_finding_for_its_report(tmp_path: Path) -> None:
+    """Planned from live mode's area, a window's finding keeps the live rows of its metric (every
+    instance's: the report charts the client against its peers) under ``evidence/<finding id>``."""
+    live = RunArea(tmp_path / "live")
+    folder = live.analytics / "rollups" / "date=2026-12-06" / "hour=5"
+    folder.mkdir(parents=True)
+    metric = finding(1).metric_name
+    pq.write_table(
+        pa.table({"metric_name": [metric, metric, "other.metric"], "client_instance_id": ["a", "b", "a"]}),
+        folder / "part-0.parquet",
+    )
+    plans = open_windows(LiveStore(tmp_path), [finding(1)], ON, CAPABILITIES, NOW, live)
+    kept = evidence_area(live, plans.windows[0].finding.finding_id)
+    table = pq.read_table(kept.analytics / "rollups")
+    assert sorted(table["client_instance_id"].to_pylist()) == ["a", "b"]
+    assert set(table["metric_name"].to_pylist()) == {metric}

@@ -416,3 +416,67 @@ def test_a_window_opened_by_a_finding_begins_with_that_finding(tmp_path: Path) -
     forged = {**opener.as_extra()["finding"], "finding_id": "anomaly-0000000000000000"}
     text = Path(build_report(zone, request={"opened_by_finding": forged}).html_path).read_text()
     assert "cannot read" in text and "id='opened-by'" not in text
+
+
+def test_the_opening_finding_is_charted_against_its_group_from_the_evidence_live_mode_kept(
+    tmp_path: Path,
+) -> None:
+    """The window subscribed the slow consumer alone, and live mode's tables have moved on by the time
+    the report is written: the card's chart comes from the rows ``keep_evidence`` copied when the window
+    was planned, the client over its group's median and band, the peers unnamed."""
+    from airflow_provider_kip714.findings.evidence import keep_evidence
+    from airflow_provider_kip714.findings.model import ClientIdentity, Finding, FindingKind, Severity
+
+    idle = "consumer.poll.idle.ratio.avg"
+    live = RunArea(tmp_path / "live")
+    schema = pa.schema([*rollup_schema(), ("resource_attributes", MAP)])
+    members = {"slow": ("SSSSSSSSSSSSSSSSSSSSSS", 0.02)} | {
+        f"peer-{n}": (f"PEER{n}PPPPPPPPPPPPPPPPP", 0.95 + n / 100) for n in range(3)
+    }
+    rows = [
+        {
+            "client_instance_id": instance,
+            "client_id": f"orders-{name}",
+            "bucket_start": START + timedelta(seconds=BUCKET_S * index),
+            "bucket_seconds": BUCKET_S,
+            "record_type": "client",
+            "metric_name": metric,
+            "attributes": [],
+            "attributes_key": "",
+            "signal": value,
+            "avg": value,
+            "resource_attributes": [("group_id", "orders")],
+        }
+        for name, (instance, value) in members.items()
+        for index in range(BUCKETS)
+        for metric in (idle, FETCH)
+    ]
+    write_partitioned(live.analytics, "rollups", rows, schema)
+    slow = Finding(
+        FindingKind.ANOMALY,
+        Severity.WARNING,
+        START + timedelta(seconds=30),
+        "poll idle ratio 0.02, peers' median 0.96",
+        ClientIdentity(client_instance_id=members["slow"][0], client_id="orders-slow"),
+        metric_name=idle,
+        against="peers",
+        peer_group="group_id=orders",
+    )
+    assert keep_evidence(slow, live) == {"rollups": 4 * BUCKETS, "thresholds": 0}
+    # live mode's next cycles replace its tables; the evidence stays
+    for path in sorted(live.analytics.rglob("*.parquet")):
+        path.unlink()
+    zone = make_zone(tmp_path / "zone")
+    request = {"opened_by_finding": slow.as_extra()["finding"]}
+    text = Path(build_report(zone, request=request, live=live).html_path).read_text()
+    opened = text[text.index("id='opened-by'") : text.index("id='findings'")]
+    assert 'data-chart="opened-by-chart"' in opened, opened
+    chart = charts_by_id(text)["opened-by-chart"]
+    labels = [line["label"] for line in chart["lines"]]
+    assert labels[0] == "orders-slow" and "peers' median (group_id=orders)" in labels
+    median = chart["lines"][labels.index("peers' median (group_id=orders)")]["values"]
+    assert median[0] == pytest.approx(0.96) and chart["lines"][0]["values"][0] == pytest.approx(0.02)
+    assert not any(f"orders-peer-{n}" in text for n in range(3))  # the peers are a band, not names
+    # without the evidence (a run opened by hand, or evidence never kept) the card stands alone
+    text = Path(build_report(zone, request=request, live=RunArea(tmp_path / "nowhere")).html_path).read_text()
+    assert "id='opened-by'" in text and "were not kept" in text

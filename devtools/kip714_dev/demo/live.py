@@ -156,7 +156,7 @@ class LiveDemo:
             enabled=True, window_minutes=window_minutes, telemetry_max_bytes=self.telemetry_max_bytes
         )
         capabilities = load_capabilities_of(visible_areas())
-        plans = open_windows(self.store, [finding], settings, capabilities, datetime.now(UTC))
+        plans = open_windows(self.store, [finding], settings, capabilities, datetime.now(UTC), live_area())
         for refusal in plans.refusals:
             print(f"  no window: {refusal.guardrail}: {printable(refusal.reason, 300)}", flush=True)
         return plans.windows[0] if plans.windows else None
