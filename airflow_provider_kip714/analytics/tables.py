@@ -127,18 +127,17 @@ def read_table(
 
 
 def copy_rows(source: RunArea, target: RunArea, table: str, equal: dict[str, str]) -> int:
-    """Copy the rows of ``source``'s table with ``equal`` (column -> value) into one file of ``target``'s
-    table, replacing what it held; returns how many. Arrow throughout: no rows become Python objects."""
+    """Replace ``target``'s table with the rows of ``source``'s that have ``equal`` (column -> value), in
+    one file; returns how many. Arrow throughout: no row becomes a Python object."""
+    filesystem, where = arrow_location(table_path(target, table))
+    filesystem.delete_dir_contents(where, missing_dir_ok=True)
     dataset = _dataset(source, table)
-    if dataset is None:
-        return 0
-    condition = _filter(dataset.schema.names, equal)
-    if condition is False:
+    condition = _filter(dataset.schema.names, equal) if dataset is not None else False
+    if dataset is None or condition is False:
         return 0
     rows = dataset.to_table(filter=condition)
     if rows.num_rows == 0:
         return 0
-    filesystem, where = arrow_location(table_path(target, table))
     filesystem.create_dir(where, recursive=True)
     pq.write_table(rows, f"{where}/part-0.parquet", filesystem=filesystem)
     return rows.num_rows

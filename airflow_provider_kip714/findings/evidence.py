@@ -15,12 +15,13 @@ its own run id.
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 from typing import Final
 
 from airflow_provider_kip714.analytics.tables import copy_rows
 from airflow_provider_kip714.contract.client_text import printable
 from airflow_provider_kip714.findings.model import Finding
-from airflow_provider_kip714.storage.data_root import RunArea, safe_run_name
+from airflow_provider_kip714.storage.data_root import RunArea, arrow_location, safe_run_name
 
 log = logging.getLogger(__name__)
 
@@ -32,12 +33,29 @@ def evidence_area(live: RunArea, finding_id: str) -> RunArea:
     return RunArea(live.root / "evidence" / safe_run_name(finding_id))
 
 
+def prune_evidence(live: RunArea, finding_ids: Iterable[str]) -> list[str]:
+    """Remove the evidence of every finding but ``finding_ids`` (the auto-windows still recorded);
+    returns the folder names removed. Best effort, like keeping it."""
+    base = live.root / "evidence"
+    keep = {safe_run_name(finding_id) for finding_id in finding_ids}
+    removed = []
+    try:
+        stale = [folder for folder in base.iterdir() if folder.name not in keep] if base.is_dir() else []
+        for folder in stale:
+            filesystem, where = arrow_location(folder)
+            filesystem.delete_dir(where)
+            removed.append(folder.name)
+    except Exception as err:
+        log.warning("Could not prune live mode's kept evidence: %s", printable(str(err), 300))
+    return removed
+
+
 def keep_evidence(finding: Finding, live: RunArea) -> dict[str, int]:
     """Copy the live rows of ``finding``'s metric into ``evidence_area``; table -> rows copied.
 
     Findings without a metric (a silent or throttled client, a failing plugin) keep nothing: their
     charts come from the window's own tables (delivery, broker metrics) or have none. Best effort: the
-    window matters more than its chart, so a failure is logged and the window opens all the same."""
+    window matters more than its chart, so any failure is logged and the window opens all the same."""
     if not finding.metric_name:
         return {}
     target = evidence_area(live, finding.finding_id)
@@ -45,7 +63,7 @@ def keep_evidence(finding: Finding, live: RunArea) -> dict[str, int]:
     for table in EVIDENCE_TABLES:
         try:
             copied[table] = copy_rows(live, target, table, {"metric_name": finding.metric_name})
-        except (OSError, ValueError) as err:
+        except Exception as err:
             log.warning(
                 "Could not keep live mode's %s rows of %s for the window's report: %s",
                 table,

@@ -263,13 +263,14 @@ def _delivery_part(
                 "gaps in its pushes",
                 [
                     *client_rows(ClientIdentity.from_row(row)),
-                    ("what", f"the longest gap {_seconds(row.get('max_gap_seconds'))} against a "
+                    # the reason names the gap judged and its own cadence (a window may have changed it)
+                    ("what", str(row["reason"]) if row.get("reason") is not None else
+                     f"the longest gap {_seconds(row.get('max_gap_seconds'))} against a "
                      f"{_seconds(interval)} push interval"),
                     ("hour", str(row.get("hour_start"))),
                     ("how bad", f"{row.get('landed_pushes')} of {row.get('expected_pushes')} expected pushes "
                      "landed"),
                     ("against", "the pushes its interval promises"),
-                    *((("why", str(row["reason"])),) if row.get("reason") is not None else ()),
                 ],
                 chart.chart_id if chart is not None else None,
                 kind="delivery_gaps",

@@ -8,6 +8,7 @@ card: the slow consumer against its group's band, even though the window itself 
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
@@ -15,14 +16,17 @@ from typing import Any, Final
 import pandas as pd
 
 from airflow_provider_kip714.analytics.tables import read_table
+from airflow_provider_kip714.contract.client_text import printable
 from airflow_provider_kip714.findings.evidence import evidence_area
 from airflow_provider_kip714.findings.model import EXTRA_KEY, Finding, FindingError
 from airflow_provider_kip714.report.assemble import read_rollups
-from airflow_provider_kip714.report.charts import Palette
+from airflow_provider_kip714.report.charts import Chart, Palette
 from airflow_provider_kip714.report.finding_charts import Inputs, card_chart
 from airflow_provider_kip714.report.findings import Card
 from airflow_provider_kip714.storage.data_root import RunArea
 from airflow_provider_kip714.troubleshooting.form import OPENED_BY_KEY
+
+log = logging.getLogger(__name__)
 
 CHART_ID: Final = "opened-by-chart"
 
@@ -49,10 +53,17 @@ def opened_by(
         return OpenedBy(None, str(err))
     card = Card(finding)
     if live is not None and finding.metric_name:
-        evidence = evidence_area(live, finding.finding_id)
-        rollups = read_rollups(evidence)
-        if not rollups.empty:
-            empty = pd.DataFrame()
-            inputs = Inputs(rollups, read_table(evidence, "thresholds"), empty, empty, group_by, None)
-            card.chart = card_chart(card, CHART_ID, inputs, palette)
+        try:
+            card.chart = _evidence_chart(card, evidence_area(live, finding.finding_id), palette, group_by)
+        except Exception as err:
+            log.warning("The opening finding's kept evidence is unreadable: %s", printable(str(err), 300))
     return OpenedBy(card)
+
+
+def _evidence_chart(card: Card, evidence: RunArea, palette: Palette, group_by: Sequence[str]) -> Chart | None:
+    rollups = read_rollups(evidence)
+    if rollups.empty:
+        return None
+    empty = pd.DataFrame()
+    inputs = Inputs(rollups, read_table(evidence, "thresholds"), empty, empty, group_by, None)
+    return card_chart(card, CHART_ID, inputs, palette)

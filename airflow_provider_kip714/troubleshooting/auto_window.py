@@ -33,7 +33,7 @@ from typing import Any, Final
 from airflow_provider_kip714.contract.client_text import printable
 from airflow_provider_kip714.contract.instance_id import to_kafka_form
 from airflow_provider_kip714.exceptions import Kip714Error
-from airflow_provider_kip714.findings.evidence import keep_evidence
+from airflow_provider_kip714.findings.evidence import keep_evidence, prune_evidence
 from airflow_provider_kip714.findings.model import EXTRA_KEY, Finding, Transition
 from airflow_provider_kip714.findings.store import AutoWindow, LiveStore
 from airflow_provider_kip714.settings import (
@@ -328,9 +328,11 @@ def open_windows(
         store.write_auto_windows([*history, *new])
     for window in plans.windows:
         log.info("KIP714_AUTO_WINDOW opening %s for %s", window.run_id, window.record.client_instance_ids)
-        if live is not None:
+        if live is not None and window.new:  # a retry keeps what the first try kept
             kept = keep_evidence(window.finding, live)
             log.info("%s: live mode's rows kept for its report: %s", window.run_id, kept or "none")
+    if live is not None and new:
+        prune_evidence(live, [w.finding_id for w in [*history, *new]])
     return plans
 
 

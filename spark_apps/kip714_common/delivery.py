@@ -20,13 +20,16 @@ Status of an instance-hour, first match wins:
   does send its final push (docs/compatibility.md), so its silence is judged like librdkafka's.
 * ``throttled``: the broker's ``throttle.count`` for the instance grew in that hour.
 * ``gaps``: one gap between consecutive pushes exceeded ``GAP_AFTER`` intervals. Each gap is judged
-  against the cadence of the push that ends it (its interval header, else the instance's interval), so an
-  hour in which a troubleshooting window changed a client's interval is judged at each cadence in turn.
-  A gap across a change of subscription (the ``kip714.subscription_id`` of the two pushes differs) is a
-  re-subscription, not a loss: the broker refused the client's next push under the old subscription
+  against the cadence of the push that ends it (its ``kip714.push_interval_ms`` header, else the
+  instance's interval), so an hour in which a troubleshooting window changed a client's interval is
+  judged at each cadence in turn. A gap across a change of the interval header is a re-subscription,
+  not a loss: the broker refused the client's next push under the old subscription
   (UNKNOWN_SUBSCRIPTION_ID, counted in ``unknown_subscription_requests``), and the client fetched the
-  new one and pushed again one new interval later. That pause, one interval of the old cadence, is not
-  counted in the gap.
+  new one and pushed again one new interval later. That pause, one interval of the old cadence, is
+  taken off the gap before it is judged. The signal is the interval header: the plugin cannot see the
+  request's subscription id (``kip714.subscription_id`` is always empty), so a re-subscription that keeps
+  the interval (only the metrics changed), and any re-subscription on Kafka 3.7-4.1 (no interval
+  header), still reads as a gap of up to two intervals.
 * ``ok``.
 
 Clients whose every push was refused never land anything: per broker and hour the broker's
@@ -76,7 +79,6 @@ def landed_pushes(points: DataFrame) -> DataFrame:
         F.min(F.coalesce(F.col("record_timestamp"), F.col("ts"))).alias("push_time"),
         F.max(F.coalesce(F.col("terminating"), F.lit(False))).alias("terminating"),
         F.max("push_interval_ms").alias("push_interval_ms"),
-        F.max("subscription_id").alias("subscription_id"),
         F.first(who, ignorenulls=True).alias("who"),
         F.max(F.col("metric_name").startswith(CONSUMER_METRIC_PREFIX)).alias("consumer_metrics"),
     )
@@ -150,22 +152,26 @@ def per_instance(pushes: DataFrame, interval: Interval, horizon_micros: int | No
 def per_push_hour(pushes: DataFrame, instances: DataFrame) -> DataFrame:
     """Per instance and hour with pushes: landed, first/last push, and the longest gap ending in the hour.
 
-    ``max_gap_seconds`` leaves out a re-subscription's pause (module docstring); ``_gap_missed`` says
-    whether a gap exceeded ``GAP_AFTER`` times its own cadence, and ``_missed_gap_seconds`` and
-    ``_missed_cadence`` name the worst one, for the reason.
+    ``_gap_missed`` says whether a gap, less a re-subscription's pause (module docstring), exceeded
+    ``GAP_AFTER`` times its own cadence; ``_missed_gap`` holds the one that exceeded it most (the gap as
+    judged, and its cadence), for the reason.
     """
     ordered = Window.partitionBy("client_instance_id").orderBy("push_time")
     fallback = instances.select("client_instance_id", F.col("interval_seconds").alias("_instance_interval"))
-    cadence = F.coalesce(
-        F.when(F.col("push_interval_ms") > 0, F.col("push_interval_ms") / 1000.0), F.col("_instance_interval")
+    header = F.when(F.col("push_interval_ms") > 0, F.col("push_interval_ms"))
+    with_cadence = (
+        pushes.join(F.broadcast(fallback), "client_instance_id")
+        .withColumn("_header_ms", header)
+        .withColumn("_cadence", F.coalesce(F.col("_header_ms") / 1000.0, F.col("_instance_interval")))
     )
-    with_cadence = pushes.join(F.broadcast(fallback), "client_instance_id").withColumn("_cadence", cadence)
-    resubscribed = F.coalesce(
-        F.lag("subscription_id").over(ordered) != F.col("subscription_id"), F.lit(False)
-    )
+    resubscribed = F.coalesce(F.lag("_header_ms").over(ordered) != F.col("_header_ms"), F.lit(False))
     pause = F.when(resubscribed, F.lag("_cadence").over(ordered)).otherwise(F.lit(0.0))
-    gap = _seconds(F.col("push_time")) - _seconds(F.lag("push_time").over(ordered)) - pause
-    with_gaps = with_cadence.withColumn("_gap", gap).withColumn("_overrun", F.col("_gap") / F.col("_cadence"))
+    gap = _seconds(F.col("push_time")) - _seconds(F.lag("push_time").over(ordered))
+    with_gaps = (
+        with_cadence.withColumn("_gap", gap)
+        .withColumn("_judged_gap", F.col("_gap") - pause)
+        .withColumn("_overrun", F.col("_judged_gap") / F.col("_cadence"))
+    )
     return (
         with_gaps.withColumn("hour_start", F.date_trunc("hour", "push_time"))
         .groupBy("client_instance_id", "hour_start")
@@ -175,8 +181,10 @@ def per_push_hour(pushes: DataFrame, instances: DataFrame) -> DataFrame:
             F.max("push_time").alias("last_push_time"),
             F.max("_gap").alias("max_gap_seconds"),
             F.coalesce(F.max(F.col("_overrun") > GAP_AFTER), F.lit(False)).alias("_gap_missed"),
-            F.max_by("_gap", "_overrun").alias("_missed_gap_seconds"),
-            F.max_by("_cadence", "_overrun").alias("_missed_cadence"),
+            F.max_by(
+                F.struct(F.col("_judged_gap").alias("seconds"), F.col("_cadence").alias("cadence")),
+                "_overrun",
+            ).alias("_missed_gap"),
             F.max(F.col("terminating").cast("int")).alias("_has_terminating"),
         )
     )
@@ -289,9 +297,9 @@ def reason_column() -> Column:
             F.col("_gap_missed"),
             F.concat(
                 F.lit("longest gap "),
-                F.format_number("_missed_gap_seconds", 1),
+                F.format_number("_missed_gap.seconds", 1),
                 F.lit(" s for a "),
-                F.format_number("_missed_cadence", 1),
+                F.format_number("_missed_gap.cadence", 1),
                 F.lit(" s interval"),
             ),
         ),

@@ -46,7 +46,7 @@ class DeliveryScenario:
     start: datetime
     end: datetime
     resubscribed: SyntheticClient
-    same_subscription: SyntheticClient
+    lost_at_resubscription: SyntheticClient
     window_opened_at: datetime
 
 
@@ -91,16 +91,14 @@ def _broker_rows(scenario: DeliveryScenario) -> list[dict[str, object]]:
     return rows
 
 
-def _window_opens(
-    client: SyntheticClient, opened_at: datetime, end: datetime, resubscribes: bool
-) -> pa.Table:
+def _window_opens(client: SyntheticClient, opened_at: datetime, end: datetime, lost_s: int) -> pa.Table:
     """Pushes every 10 s from 13:00; at ``opened_at`` a 1 s window opens: the broker accepts one more push
     under the old subscription (5 s after), refuses the next one 10 s later (UNKNOWN_SUBSCRIPTION_ID),
-    and the client pushes every 1 s from one second after that, until ``end``. With ``resubscribes``
-    false the pushes carry one subscription id throughout, which no real broker does."""
+    and the client pushes every 1 s from one second after that (``lost_s`` later still: pushes lost),
+    until ``end``. The interval header changes with the subscription; the subscription id header is
+    empty, as the plugin writes it."""
     old = push_times(DAY.replace(hour=13), opened_at + timedelta(seconds=6)).tolist()
-    first_new = old[-1] + 11 * NANOS
-    new = list(range(first_new, ns(end), NANOS))
+    new = list(range(old[-1] + (11 + lost_s) * NANOS, ns(end), NANOS))
     points = [
         {
             **client_labels(client),
@@ -109,7 +107,6 @@ def _window_opens(
             "time": moment,
             "value": 5.0,
             "push_interval_ms": 10_000 if is_old else 1000,
-            "subscription_id": 111 if is_old or not resubscribes else 222,
             "offset": offset,
             "cluster_id": CLUSTER,
         }
@@ -127,8 +124,8 @@ def write_delivery_scenario(root: str) -> DeliveryScenario:
     at 13:40; one that pushes every 40 s from 14:50 (a throttled client keeps its slower cadence: its last
     push, 14:59:25, is 35 s before the end, more than 2.5 intervals but not 2.5 of its own gaps); from
     13:05 the broker knows one instance more than push to it (a refused client); two that a 1 s window
-    changes from a 10 s cadence at 14:30 (``_window_opens``), one re-subscribing as brokers do and one
-    keeping its subscription id.
+    changes from a 10 s cadence at 14:30 (``_window_opens``), one re-subscribing as clients do and one that
+    also loses 9 s of pushes then.
     """
     writer = LandingWriter(root)
     start, end = DAY.replace(hour=13), DAY.replace(hour=15)
@@ -182,8 +179,8 @@ def write_delivery_scenario(root: str) -> DeliveryScenario:
         make_client(80),
         DAY.replace(hour=14, minute=30),
     )
-    for client, resubscribes in ((scenario.resubscribed, True), (scenario.same_subscription, False)):
-        writer.write(_window_opens(client, scenario.window_opened_at, end, resubscribes))
+    for client, lost_s in ((scenario.resubscribed, 0), (scenario.lost_at_resubscription, 9)):
+        writer.write(_window_opens(client, scenario.window_opened_at, end, lost_s))
     writer.write(rows_table([terminating, *_broker_rows(scenario)]))
     return scenario
 

@@ -119,10 +119,6 @@ class AirflowApi:
     def unpause(self, dag_id: str) -> None:
         self.request("PATCH", f"/api/v2/dags/{dag_id}", json={"is_paused": False})
 
-    def pause(self, dag_id: str) -> None:
-        """No new runs of ``dag_id`` (runs in progress go on)."""
-        self.request("PATCH", f"/api/v2/dags/{dag_id}", json={"is_paused": True})
-
     # --- runs ---------------------------------------------------------------------------------------
 
     def trigger(

@@ -230,3 +230,20 @@ def test_each_window_keeps_live_modes_rows_of_its_finding_for_its_report(tmp_pat
     table = pq.read_table(kept.analytics / "rollups")
     assert sorted(table["client_instance_id"].to_pylist()) == ["a", "b"]
     assert set(table["metric_name"].to_pylist()) == {metric}
+
+
+def test_a_window_opens_even_when_its_evidence_cannot_be_kept_and_old_evidence_is_pruned(
+    tmp_path: Path,
+) -> None:
+    """Keeping the evidence is best effort: a damaged live table costs the report its chart, not the
+    window. Evidence of findings whose window records were pruned goes with them."""
+    live = RunArea(tmp_path / "live")
+    folder = live.analytics / "rollups" / "date=2026-12-06" / "hour=5"
+    folder.mkdir(parents=True)
+    (folder / "part-0.parquet").write_bytes(b"PAR1 not parquet at all")
+    stale = live.root / "evidence" / "anomaly-from-a-pruned-window"
+    stale.mkdir(parents=True)
+    plans = open_windows(LiveStore(tmp_path), [finding(1)], ON, CAPABILITIES, NOW, live)
+    assert [w.new for w in plans.windows] == [True]
+    assert not stale.exists()
+    assert not (evidence_area(live, finding(1).finding_id).analytics / "rollups").exists()
