@@ -202,10 +202,14 @@ def test_a_cleanly_closed_java_client_is_not_silent(spark, landed):  # type: ign
     assert closed["client_software_name"] == "apache-kafka-java"
     assert closed["client_instance_id"] == landed["closed_java"]["client_instance_id"]
     assert closed["landed_pushes"] >= 2  # two or more: its cadence is measured, so silence could be judged
-    assert closed["terminated"] is False  # the client never sent the final push
     assert closed["status"] != "silent" and closed["silent_since"] is None, closed
-    assert "sends no terminating push on close" in closed["reason"], closed
     assert closed["expected_pushes"] <= closed["landed_pushes"] + 2, closed  # expected up to its last push
+    if closed["terminated"]:
+        # the producer's sender thread was still polling for a request in flight when it closed, and sent
+        # the push after all (seen once under two test streams on 2 cores, docs/compatibility.md)
+        assert "sends no terminating push" not in (closed["reason"] or ""), closed
+    else:  # as it nearly always does: no final push
+        assert "sends no terminating push on close" in closed["reason"], closed
 
 
 def test_capabilities_feed_the_guardrail_and_its_payload_estimate(spark, landed):  # type: ignore[no-untyped-def]
