@@ -296,7 +296,7 @@ class Live:
     def area(self) -> RunArea:
         return live_area(self.root)
 
-    def pipeline_args(self, start: datetime, end: datetime, chunks_from: str) -> list[str]:
+    def pipeline_args(self, start: datetime, end: datetime, chunks_from: str, steps: str) -> list[str]:
         """The ``kip714_live`` DAG's ``analyse`` arguments."""
         return application_args(
             str(self.landing),
@@ -309,6 +309,8 @@ class Live:
             history_root=str(self.root / "analytics"),
             baseline_for=f"{int(self.settings.baseline_for.total_seconds())}s",
             chunks_from=chunks_from,
+            steps=steps,
+            no_read_back=True,
         )
 
     def cycle(self, submit: bool = False) -> Cycle:
@@ -318,7 +320,7 @@ class Live:
         plan = begin_cycle(store, self.landing, self.topic, now, self.settings)
         start_offsets = next(c.next_offsets for c in reversed(store.cycle_starts()) if c.at == now)
         landed = land_topic(self.config, self.topic, self.landing, timeout_s=LANDING_TIMEOUT_S)
-        args = self.pipeline_args(plan.start, plan.end, plan.chunks_flag() or "")
+        args = self.pipeline_args(plan.start, plan.end, plan.chunks_flag() or "", plan.steps_flag())
         if submit:
             command = [str(Path(sys.executable).parent / "spark-submit"), "--master", "local[2]"]
             command += ["--py-files", str(build_common_zip())]

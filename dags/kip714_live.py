@@ -1,8 +1,9 @@
 """``kip714_live``: live fleet health. Back to back, each run lands what is new, analyses the last minutes
 and announces every new or resolved finding as one event on the ``kip714_findings`` Asset.
 
-    land_new -> analyse (rollups, anomalies, broker metrics, delivery, capabilities: one Spark app,
-        over [now - lookback, now), reading only the chunks landed since) -> detect_and_announce
+    land_new -> analyse (rollups, anomalies, broker metrics, delivery, and capabilities once per
+        KIP714_LIVE_CAPABILITIES_EVERY: one Spark app, over [now - lookback, now), reading only the
+        chunks landed since) -> detect_and_announce
 
 Paused by default, like every DAG: unpause it to go live. It runs continuously (``@continuous``, one run
 at a time; ``KIP714_LIVE_EVERY=1m`` runs one cycle a minute instead, for less CPU); a run takes about
@@ -80,6 +81,7 @@ with DAG(
             "start": plan.start.isoformat(),
             "end": plan.end.isoformat(),
             "chunks_from": plan.chunks_flag() or "",
+            "steps": plan.steps_flag(),
         }
 
     landed = land_new()
@@ -98,6 +100,8 @@ with DAG(
             "history_root": str(SCHEDULED.analytics),
             "baseline_for": f"{int(SETTINGS.baseline_for.total_seconds())}s",
             "chunks_from": "{{ " + PLAN + "['chunks_from'] }}",
+            "steps": "{{ " + PLAN + "['steps'] }}",
+            "no_read_back": True,  # detect reads the tables itself: no read-back job per table
         },
     )
 

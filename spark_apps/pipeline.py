@@ -29,6 +29,7 @@ import sys
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import nullcontext
 from dataclasses import dataclass
 from types import ModuleType
 
@@ -36,6 +37,7 @@ from kip714_common.caching import run_caches
 from kip714_common.cli import CommonArgs, base_parser, parse_common, run_main
 from kip714_common.errors import SparkAppInputError
 from kip714_common.landing import LATE_GRACE, chunk_selection, landed_bytes, shared_reads
+from kip714_common.outputs import without_read_back
 from kip714_common.session import get_session, tune_for_input
 from kip714_common.timing import StepTimer, emit, jvm_report
 from pyspark.sql import SparkSession
@@ -94,6 +96,11 @@ def build_parser(steps: Sequence[str] = DEFAULT_STEPS) -> argparse.ArgumentParse
         help='JSON {"partition": offset}: read only landing chunks at or after it (live mode: what is new)',
     )
     parser.add_argument(
+        "--no-read-back",
+        action="store_true",
+        help="do not read the written tables back for the summary lines (live mode: it reads them itself)",
+    )
+    parser.add_argument(
         "--concurrency",
         default=str(DEFAULT_CONCURRENCY),
         help="independent steps run at a time (1: in order)",
@@ -131,6 +138,7 @@ class Plan:
     remote: str | None
     concurrency: int
     chunks_from: dict[int, int] | None
+    read_back: bool = True
 
 
 def parse_chunks_from(text: str | None) -> dict[int, int] | None:
@@ -167,6 +175,7 @@ def plan(argv: Sequence[str]) -> Plan:
         getattr(given, "remote", None),
         parse_concurrency(given.concurrency),
         parse_chunks_from(getattr(given, "chunks_from", None)),
+        read_back=not getattr(given, "no_read_back", False),
     )
 
 
@@ -237,7 +246,8 @@ def run(argv: Sequence[str] | None = None, spark: SparkSession | None = None) ->
             size = landed_bytes(spark, common.input, common.read_start, common.interval.end + LATE_GRACE)
             small = tune_for_input(spark, size)
         emit({"step": APP_NAME, "phase": "input", "bytes": size, "small_input_conf": small})
-        with run_caches(), shared_reads(persist=small), chunk_selection(planned.chunks_from):
+        read_back = nullcontext() if planned.read_back else without_read_back()
+        with run_caches(), shared_reads(persist=small), chunk_selection(planned.chunks_from), read_back:
             summaries = run_chains(spark, planned.steps, timer, planned.concurrency)
         # wall time: concurrent steps overlap, so the phases' sum would overstate it
         emit(

@@ -1,8 +1,9 @@
 """One live cycle: land what is new, analyse the trailing minutes, turn the tables into findings.
 
     begin_cycle -> land (the scheduled landing zone, exactly once) -> the Spark pipeline over
-    [now - lookback, now) reading only the recent chunks -> detect (transitions into the outbox)
-    -> announce (``findings.announce``)
+    [now - lookback, now) reading only the recent chunks (rollups, anomalies, broker metrics, delivery;
+    capabilities once per ``capabilities_every``; no summaries read back) -> detect (transitions into
+    the outbox) -> announce (``findings.announce``)
 
 **Where things are.** Live mode lands into the scheduled landing zone (``<root>/landing``), the one
 ``kip714_rollups`` lands into: the zone's lease lets one of them land at a time and its offsets make
@@ -40,6 +41,9 @@ from airflow_provider_kip714.telemetry.landing_zone import LandingZone, next_off
 
 log = logging.getLogger(__name__)
 
+ANALYSIS_STEPS: Final = ("rollups", "anomalies", "broker_metrics", "delivery")
+"""The pipeline's steps every cycle runs; ``capabilities`` joins them once per ``capabilities_every``."""
+CAPABILITIES_STEP: Final = "capabilities"
 CLOCK_SLACK: Final = timedelta(minutes=1)
 """Clients' clocks and the broker's may differ: chunks are taken from a little before the window."""
 KEPT_CYCLES: Final = timedelta(hours=2)
@@ -53,6 +57,11 @@ class CyclePlan:
     end: datetime
     chunks_from: dict[int, int] | None
     """None: no earlier cycle recorded where to start, so every committed chunk of the hours is read."""
+    steps: tuple[str, ...] = (*ANALYSIS_STEPS, CAPABILITIES_STEP)
+
+    def steps_flag(self) -> str:
+        """The pipeline's ``--steps``."""
+        return ",".join(self.steps)
 
     def chunks_flag(self) -> str | None:
         if self.chunks_from is None:
@@ -66,10 +75,23 @@ def begin_cycle(
     """Record where this cycle's landing starts, and plan the analysis of ``[now - lookback, now)``."""
     committed = LandingZone(landing_zone, topic).committed()
     cycles = [cycle for cycle in store.cycle_starts() if cycle.at >= now - KEPT_CYCLES]
+    steps = ANALYSIS_STEPS
+    if refreshes_capabilities(cycles, now, settings.capabilities_every):
+        steps = (*steps, CAPABILITIES_STEP)
     cycles.append(CycleStart(now, next_offsets(chunk for chunk, _ in committed)))
     store.write_cycle_starts(cycles)
     start = now - settings.lookback
-    return CyclePlan(start, now, chunks_from(cycles, start - CLOCK_SLACK))
+    return CyclePlan(start, now, chunks_from(cycles, start - CLOCK_SLACK), steps)
+
+
+def refreshes_capabilities(earlier: list[CycleStart], now: datetime, every: timedelta) -> bool:
+    """Whether the cycle beginning ``now`` is the first of its ``every`` period (or follows none): it then
+    runs the capabilities step too. Periods are aligned to the epoch, so every worker agrees."""
+    if not earlier:
+        return True
+    period = every.total_seconds()
+    last = max(cycle.at for cycle in earlier)
+    return int(now.timestamp() // period) != int(last.timestamp() // period)
 
 
 def chunks_from(cycles: list[CycleStart], since: datetime) -> dict[int, int] | None:

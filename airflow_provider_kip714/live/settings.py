@@ -8,6 +8,7 @@
 | ``KIP714_LIVE_HISTORY`` | ``1h`` | own-baseline history, read from the hourly rollups table |
 | ``KIP714_UI_BASE_URL`` | unset | the API server's URL, for the link a finding carries |
 | ``KIP714_LIVE_EVERY`` | ``continuous`` | back to back, or one cycle per interval (``1m``; 10 s-1 h) |
+| ``KIP714_LIVE_CAPABILITIES_EVERY`` | ``10m`` | how often a cycle refreshes capabilities (10 s-24 h) |
 
 The lookback bounds a cycle's work: each cycle reads the landing chunks of the last lookback (plus one
 cycle of slack), never the whole hour, so its cost does not grow with the minute of the hour. It must
@@ -36,6 +37,7 @@ BASELINE_FOR_ENV: Final = "KIP714_LIVE_BASELINE_FOR"
 HISTORY_ENV: Final = "KIP714_LIVE_HISTORY"
 UI_BASE_URL_ENV: Final = "KIP714_UI_BASE_URL"
 EVERY_ENV: Final = "KIP714_LIVE_EVERY"
+CAPABILITIES_EVERY_ENV: Final = "KIP714_LIVE_CAPABILITIES_EVERY"
 CONTINUOUS: Final = "continuous"
 _SECONDS_PER_HOUR: Final = 3600
 
@@ -49,6 +51,10 @@ class LiveSettings:
     ui_base_url: str | None = None
     every: timedelta | None = None
     """None: cycles back to back (``@continuous``); else one cycle per this interval."""
+    capabilities_every: timedelta = timedelta(minutes=10)
+    """Which metrics each library pushes changes with a deployment, not within minutes: the first cycle of
+    each such period refreshes the capabilities table, the others skip that step (about 4 s of a
+    30-second cycle's task CPU at 1,000 instances, docs/benchmarks.md)."""
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] = os.environ) -> LiveSettings:
@@ -66,6 +72,9 @@ class LiveSettings:
             history=duration(HISTORY_ENV, defaults.history, timedelta(days=7)),
             ui_base_url=environ.get(UI_BASE_URL_ENV, "").strip().rstrip("/") or None,
             every=_every(environ.get(EVERY_ENV, "").strip()),
+            capabilities_every=duration(
+                CAPABILITIES_EVERY_ENV, defaults.capabilities_every, timedelta(hours=24)
+            ),
         )
         if settings.ui_base_url is not None and safe_link(settings.ui_base_url) is None:
             raise Kip714Error(
@@ -74,6 +83,8 @@ class LiveSettings:
         bucket_seconds = settings.bucket.total_seconds()
         if bucket_seconds != int(bucket_seconds) or _SECONDS_PER_HOUR % int(bucket_seconds):
             raise Kip714Error(f"{BUCKET_ENV}: must divide one hour (e.g. 10s, 30s, 1m)")
+        if settings.capabilities_every < timedelta(seconds=10):
+            raise Kip714Error(f"{CAPABILITIES_EVERY_ENV}: must be at least 10s")
         if settings.lookback < 2 * settings.bucket:
             raise Kip714Error(f"{LOOKBACK_ENV}: must be at least two buckets ({BUCKET_ENV})")
         return settings

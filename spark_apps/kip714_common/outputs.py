@@ -10,6 +10,8 @@ they touch: give troubleshooting windows their own ``--output``.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -93,16 +95,19 @@ def write_table(frame: DataFrame, output_root: str, table: str, interval: Interv
         if actual != wanted:
             raise AssertionError(f"{table}: frame schema {actual} differs from the table schema {wanted}")
     path = table_path(output_root, table)
-    clear_partitions(frame.sparkSession, path, interval, expected)
     options = plain_encoding_options(expected)
     hours = interval.hours
     if len(hours) == 1:
         # Buckets divide the hour and intervals are widened to bucket bounds, so every row of a run lies
-        # in its interval's hours. One hour (every scheduled run): write its folder directly, without
-        # the partitioned writer's per-row partition lookups (1.67M rollup rows: 2.7 s instead of 3.5 s).
+        # in its interval's hours. One hour (every scheduled run, most live cycles): write its folder
+        # directly, without the partitioned writer's per-row partition lookups (1.67M rollup rows: 2.7 s
+        # instead of 3.5 s). Overwriting the folder replaces it whole, rows or none, so it is not cleared
+        # first: on Spark Connect clearing is a write job of its own, one per table and run.
         data = frame.drop(*OUTPUT_PARTITION_COLUMNS)
         data.write.mode("overwrite").options(**options).parquet(partition_folder(path, hours[0]))
     else:
+        # the partitioned writer replaces only the partitions it writes rows to: clear the others first
+        clear_partitions(frame.sparkSession, path, interval, expected)
         writer = frame.write.mode("overwrite").partitionBy(*OUTPUT_PARTITION_COLUMNS)
         writer.options(**options).parquet(path)
     return path
@@ -121,11 +126,34 @@ def plain_encoding_options(schema: StructType) -> dict[str, str]:
     }
 
 
+_READ_BACK = True
+"""Module state, as ``landing.shared_reads``: the pipeline's steps run in worker threads, which a
+context variable would not reach."""
+
+
+@contextmanager
+def without_read_back() -> Iterator[None]:
+    """Within the block, ``summarise_written`` names the path only and reads nothing back.
+
+    A live cycle (``pipeline.py --no-read-back``) reads its tables itself right after the pipeline, and
+    each read-back is a Spark job of its own: seven per cycle, about 3 s of a cycle's wall time on a
+    Spark Connect server, for summary lines nobody reads every 30 seconds."""
+    global _READ_BACK
+    previous, _READ_BACK = _READ_BACK, False
+    try:
+        yield
+    finally:
+        _READ_BACK = previous
+
+
 def summarise_written(
     spark: SparkSession, output_root: str, table: str, interval: Interval
 ) -> dict[str, object]:
-    """Rows and partitions now present in the interval's hours of a written table (read back, cheap)."""
+    """Rows and partitions now present in the interval's hours of a written table (read back, cheap);
+    ``rows`` and ``partitions`` None within ``without_read_back``."""
     path = table_path(output_root, table)
+    if not _READ_BACK:
+        return {"path": path, "rows": None, "partitions": None}
     hours = interval.hours
     wanted = F.lit(False)
     for hour in hours:

@@ -22,7 +22,7 @@ from kip714_dev.demo.fleet import ClientFleet
 
 from airflow_provider_kip714.findings.model import FindingKind, Transition
 from airflow_provider_kip714.findings.store import LiveStore
-from airflow_provider_kip714.live.cycle import begin_cycle, detect
+from airflow_provider_kip714.live.cycle import CLOCK_SLACK, begin_cycle, detect
 from airflow_provider_kip714.live.settings import LiveSettings
 from airflow_provider_kip714.storage.data_root import live_area
 from airflow_provider_kip714.telemetry.landing import land_topic
@@ -86,8 +86,13 @@ def live_run(kafka_cluster, spark, tmp_path_factory):  # type: ignore[no-untyped
             # episode of its own) have left the trailing window: a count of cycles alone depends on how
             # fast the machine runs them (on CI, three cycles ended inside the lookback).
             gone_from_window = slow_stopped + SETTINGS.lookback + SETTINGS.bucket * 3
+            # and until a cycle's window starts after the second cycle began (the first began on an empty
+            # zone, so its offsets are all 0): only then can a cycle show that it skips older chunks
+            second_in_reach = cycles[1]["plan"].end + SETTINGS.lookback + CLOCK_SLACK + timedelta(seconds=5)
             number = CYCLES_WHILE_SLOW
-            while number < CYCLES_WHILE_SLOW + CYCLES_AFTER or datetime.now(UTC) < gone_from_window:
+            while number < CYCLES_WHILE_SLOW + CYCLES_AFTER or datetime.now(UTC) < max(
+                gone_from_window, second_in_reach
+            ):
                 time.sleep(20)
                 cycles.append(_cycle(spark, config, kafka_cluster.telemetry_topic, root, store, number))
                 number += 1

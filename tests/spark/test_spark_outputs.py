@@ -149,3 +149,36 @@ def test_spark_submit_reports_a_bad_flag_by_name(tmp_path):
     assert finished.returncode == 2, output[-3000:]
     assert "error: --bucket: must divide one hour" in output, output[-3000:]
     assert "Traceback" not in output
+
+
+def test_a_rerun_without_rows_leaves_its_hour_empty_and_other_hours_alone(spark, tmp_path):
+    """``write_table`` replaces exactly the interval's hours, rows or none: one hour by overwriting its
+    folder (not cleared first: on Spark Connect that is a job of its own), several by clearing them first.
+    A rerun that found nothing must not leave the last run's rows behind (a live cycle's anomalies)."""
+    from kip714_common.cli import Interval
+    from kip714_common.outputs import write_table
+    from kip714_common.schemas import OUTPUT_SCHEMAS
+
+    schema = OUTPUT_SCHEMAS["capabilities"]
+    out = str(tmp_path / "out")
+    row = {f.name: None for f in schema.fields}
+
+    def interval(start: str, end: str) -> Interval:
+        from datetime import datetime
+
+        return Interval(datetime.fromisoformat(start), datetime.fromisoformat(end), 60)
+
+    def hour_rows(date: str, hour: int) -> list:
+        return [{**row, "date": date, "hour": hour, "client_software_name": "lib", "metric_name": "m"}]
+
+    two_hours = interval("2026-01-31T13:00:00+00:00", "2026-01-31T15:00:00+00:00")
+    write_table(spark.createDataFrame(hour_rows("2026-01-31", 13) + hour_rows("2026-01-31", 14), schema), out,
+                "capabilities", two_hours)  # fmt: skip
+    empty = spark.createDataFrame([], schema)
+    write_table(
+        empty, out, "capabilities", interval("2026-01-31T14:00:00+00:00", "2026-01-31T15:00:00+00:00")
+    )
+    left = spark.read.parquet(f"{out}/capabilities").groupBy("date", "hour").count().collect()
+    assert {(str(r["date"]), r["hour"]): r["count"] for r in left} == {("2026-01-31", 13): 1}
+    write_table(empty, out, "capabilities", two_hours)
+    assert spark.read.schema(schema).parquet(f"{out}/capabilities").count() == 0

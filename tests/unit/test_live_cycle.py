@@ -18,7 +18,7 @@ import pytest
 
 from airflow_provider_kip714.findings.model import Transition
 from airflow_provider_kip714.findings.store import CycleStart, LiveStore
-from airflow_provider_kip714.live.cycle import CLOCK_SLACK, chunks_from, detect
+from airflow_provider_kip714.live.cycle import CLOCK_SLACK, chunks_from, detect, refreshes_capabilities
 from airflow_provider_kip714.storage.data_root import live_area
 
 NOON = datetime(2026, 11, 27, 12, 0, tzinfo=UTC)
@@ -143,6 +143,8 @@ def test_a_cycle_reads_new_chunks_of_every_partition_even_one_no_cycle_knew() ->
         ({"KIP714_LIVE_EVERY": "5s"}, "KIP714_LIVE_EVERY"),
         ({"KIP714_LIVE_EVERY": "often"}, "KIP714_LIVE_EVERY"),
         ({"KIP714_LIVE_EVERY": "2h"}, "KIP714_LIVE_EVERY"),
+        ({"KIP714_LIVE_CAPABILITIES_EVERY": "1s"}, "KIP714_LIVE_CAPABILITIES_EVERY"),
+        ({"KIP714_LIVE_CAPABILITIES_EVERY": "2d"}, "KIP714_LIVE_CAPABILITIES_EVERY"),
     ],
 )
 def test_a_bad_live_setting_is_refused_naming_the_variable(environ: dict[str, str], named: str) -> None:
@@ -162,3 +164,16 @@ def test_live_mode_runs_back_to_back_or_once_per_interval() -> None:
     assert LiveSettings.from_env({}).schedule == "@continuous"
     assert LiveSettings.from_env({"KIP714_LIVE_EVERY": "continuous"}).schedule == "@continuous"
     assert LiveSettings.from_env({"KIP714_LIVE_EVERY": "1m"}).schedule == timedelta(minutes=1)
+
+
+def test_capabilities_are_refreshed_by_the_first_cycle_of_each_period_only() -> None:
+    """Which metrics a library pushes changes with deployments: one cycle per ``capabilities_every``
+    (epoch-aligned periods) runs that step, the others skip its ~4 s of task CPU."""
+    every = timedelta(minutes=10)
+    at = datetime(2026, 12, 6, 6, 0, 5, tzinfo=UTC)
+    assert refreshes_capabilities([], at, every)  # live mode's first cycle
+    earlier = [CycleStart(at, {})]
+    assert not refreshes_capabilities(earlier, at + timedelta(seconds=30), every)
+    assert not refreshes_capabilities(earlier, at + timedelta(minutes=9, seconds=54), every)
+    assert refreshes_capabilities(earlier, at + timedelta(minutes=9, seconds=55), every)  # 06:10:00
+    assert refreshes_capabilities(earlier, at + timedelta(hours=3), every)
