@@ -2,8 +2,9 @@
 
 Workload per fleet size: ``clients`` consumers in groups of 10 (a ``group_id`` resource attribute), 13
 metrics each (five of them zero everywhere, as most of a real window's are), 30 one-minute buckets, one
-broker; one client in 25 has a critical anomaly, one in 50 is silent. Tables are written in the Spark
-apps' schemas (``tests/ui/analytics_data.write_table``).
+broker; one client in 25 has a critical anomaly, one in 50 is silent, one in 20 has gaps in its pushes;
+one troubleshooting subscription reached all but one client in 40 (convergence). Tables are written in
+the Spark apps' schemas (``tests/ui/analytics_data.write_table``).
 
 * ``report``: ``build_report`` on the fleet (median of ``--repeat``), and the HTML file's size;
 * ``page``: ``GET /kip714/`` of the UI app in-process (Airflow's auth overridden, no Kafka connection
@@ -68,7 +69,8 @@ def _who(index: int) -> dict[str, str]:
 def write_fleet(analytics: Path, clients: int) -> None:
     """The fleet's rollups, anomalies, delivery and broker tables (see the module docstring)."""
     first = END - timedelta(minutes=BUCKETS)
-    rollups, anomalies, silent = [], [], []
+    rollups, anomalies, silent, delivery, convergence = [], [], [], [], []
+    never = sum(1 for index in range(clients) if index % 40 == 17)  # the subscription never reached them
     for index in range(clients):
         who = _who(index)
         sick = index % 25 == 7
@@ -114,6 +116,41 @@ def write_fleet(analytics: Path, clients: int) -> None:
                     "duration_seconds": 600,
                 }
             )
+        hour = first.replace(minute=0)
+        delivery.append(
+            {
+                **who,
+                "hour_start": hour,
+                "interval_start": hour,
+                "broker_node_id": 1,
+                "push_interval_seconds": 10.0,
+                "expected_pushes": 180,
+                "landed_pushes": 172 if index % 20 == 11 else 180,
+                "first_push_time": first,
+                "last_push_time": END,
+                "max_gap_seconds": 90.0 if index % 20 == 11 else 10.0,
+                "status": "gaps" if index % 20 == 11 else "ok",
+                "terminated": False,
+                "reason": "longest gap 80.0 s for a 10.0 s interval" if index % 20 == 11 else None,
+            }
+        )
+        subscribed = first + timedelta(minutes=2)
+        delay = None if index % 40 == 17 else 1.0 + (index % 13) * 0.7
+        convergence.append(
+            {
+                **who,
+                "subscription_name": "kip714-troubleshoot-exp20261127T210000Z-bench000",
+                "subscribed_at": subscribed,
+                "first_push_time": subscribed + timedelta(seconds=delay) if delay is not None else None,
+                "delay_seconds": delay,
+                "matched_clients": clients,
+                "converged_clients": clients - never,
+                "p50_seconds": 4.5,
+                "p90_seconds": 8.4,
+                "p100_seconds": 9.4,
+                "interval_start": subscribed,
+            }
+        )
         if index % 50 == 3:
             since = END - timedelta(minutes=6)
             silent.append(
@@ -134,8 +171,8 @@ def write_fleet(analytics: Path, clients: int) -> None:
     write_table(analytics, "rollups", rollups)
     if anomalies:
         write_table(analytics, "anomalies", anomalies)
-    if silent:
-        write_table(analytics, "delivery", silent)
+    write_table(analytics, "delivery", [*delivery, *silent])
+    write_table(analytics, "convergence", convergence)
     write_table(
         analytics,
         "broker_metrics",
