@@ -35,7 +35,7 @@ from airflow_provider_kip714.findings.detect import current_findings, pushing_in
 from airflow_provider_kip714.findings.from_tables import TABLES
 from airflow_provider_kip714.findings.model import Finding
 from airflow_provider_kip714.findings.store import CycleStart, LiveStatus, LiveStore
-from airflow_provider_kip714.live.settings import LiveSettings
+from airflow_provider_kip714.live.settings import LOOKBACK_ENV, LiveSettings
 from airflow_provider_kip714.storage.data_root import RunArea, StoragePath
 from airflow_provider_kip714.telemetry.landing_zone import LandingZone, next_offsets
 
@@ -78,10 +78,34 @@ def begin_cycle(
     steps = ANALYSIS_STEPS
     if refreshes_capabilities(cycles, now, settings.capabilities_every):
         steps = (*steps, CAPABILITIES_STEP)
+    unanalysed = skipped_span(cycles, now, settings.lookback)
+    if unanalysed is not None:
+        log.warning(
+            "Live mode fell behind: the last cycle began at %s, more than the lookback (%s) ago, so the "
+            "pushes of [%s, %s) are in no live window (the hourly DAG still lands and analyses them). "
+            "Cycles take longer than the lookback: give the Spark server more cores, or raise %s.",
+            max(c.at for c in cycles).isoformat(),
+            settings.lookback,
+            unanalysed[0].isoformat(),
+            unanalysed[1].isoformat(),
+            LOOKBACK_ENV,
+        )
     cycles.append(CycleStart(now, next_offsets(chunk for chunk, _ in committed)))
     store.write_cycle_starts(cycles)
     start = now - settings.lookback
     return CyclePlan(start, now, chunks_from(cycles, start - CLOCK_SLACK), steps)
+
+
+def skipped_span(
+    earlier: list[CycleStart], now: datetime, lookback: timedelta
+) -> tuple[datetime, datetime] | None:
+    """The span no live window covers when a cycle begins more than ``lookback`` after the last one
+    (the previous window ended at that cycle's start, this one begins ``lookback`` before now); None
+    when the windows meet or overlap, or when no cycle came before."""
+    if not earlier:
+        return None
+    previous_end, start = max(cycle.at for cycle in earlier), now - lookback
+    return (previous_end, start) if start > previous_end else None
 
 
 def refreshes_capabilities(earlier: list[CycleStart], now: datetime, every: timedelta) -> bool:

@@ -18,7 +18,13 @@ import pytest
 
 from airflow_provider_kip714.findings.model import Transition
 from airflow_provider_kip714.findings.store import CycleStart, LiveStore
-from airflow_provider_kip714.live.cycle import CLOCK_SLACK, chunks_from, detect, refreshes_capabilities
+from airflow_provider_kip714.live.cycle import (
+    CLOCK_SLACK,
+    chunks_from,
+    detect,
+    refreshes_capabilities,
+    skipped_span,
+)
 from airflow_provider_kip714.storage.data_root import live_area
 
 NOON = datetime(2026, 11, 27, 12, 0, tzinfo=UTC)
@@ -177,3 +183,18 @@ def test_capabilities_are_refreshed_by_the_first_cycle_of_each_period_only() -> 
     assert not refreshes_capabilities(earlier, at + timedelta(minutes=9, seconds=54), every)
     assert refreshes_capabilities(earlier, at + timedelta(minutes=9, seconds=55), every)  # 06:10:00
     assert refreshes_capabilities(earlier, at + timedelta(hours=3), every)
+
+
+def test_a_cycle_that_begins_more_than_a_lookback_after_the_last_names_the_span_no_window_covered() -> None:
+    """Measured at 10,000 instances on 2 cores: cycles of 3-6 minutes against a 3-minute lookback left
+    pushes in no live window. ``begin_cycle`` logs that span (a WARNING), instead of losing it silently."""
+    lookback = timedelta(minutes=3)
+    at = datetime(2026, 12, 6, 7, 0, tzinfo=UTC)
+    earlier = [CycleStart(at - timedelta(minutes=5), {}), CycleStart(at, {})]
+    assert skipped_span([], at, lookback) is None
+    assert skipped_span(earlier, at + timedelta(minutes=2), lookback) is None  # windows overlap
+    assert skipped_span(earlier, at + lookback, lookback) is None  # they meet
+    assert skipped_span(earlier, at + timedelta(minutes=6, seconds=4), lookback) == (
+        at,
+        at + timedelta(minutes=3, seconds=4),
+    )
