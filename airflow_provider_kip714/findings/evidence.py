@@ -21,7 +21,7 @@ from typing import Final
 from airflow_provider_kip714.analytics.tables import copy_rows
 from airflow_provider_kip714.contract.client_text import printable
 from airflow_provider_kip714.findings.model import Finding
-from airflow_provider_kip714.storage.data_root import RunArea, arrow_location, safe_run_name
+from airflow_provider_kip714.storage.data_root import RunArea, remove_tree, safe_run_name
 
 log = logging.getLogger(__name__)
 
@@ -40,11 +40,10 @@ def prune_evidence(live: RunArea, finding_ids: Iterable[str]) -> list[str]:
     keep = {safe_run_name(finding_id) for finding_id in finding_ids}
     removed = []
     try:
-        stale = [folder for folder in base.iterdir() if folder.name not in keep] if base.is_dir() else []
-        for folder in stale:
-            filesystem, where = arrow_location(folder)
-            filesystem.delete_dir(where)
-            removed.append(folder.name)
+        for folder in base.iterdir() if base.is_dir() else []:
+            if folder.name not in keep:
+                remove_tree(folder)
+                removed.append(folder.name)
     except Exception as err:
         log.warning("Could not prune live mode's kept evidence: %s", printable(str(err), 300))
     return removed

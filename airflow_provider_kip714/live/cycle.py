@@ -75,18 +75,18 @@ def begin_cycle(
     """Record where this cycle's landing starts, and plan the analysis of ``[now - lookback, now)``."""
     committed = LandingZone(landing_zone, topic).committed()
     cycles = [cycle for cycle in store.cycle_starts() if cycle.at >= now - KEPT_CYCLES]
+    last = max((cycle.at for cycle in cycles), default=None)
     steps = ANALYSIS_STEPS
-    if refreshes_capabilities(cycles, now, settings.capabilities_every):
+    if refreshes_capabilities(last, now, settings.capabilities_every):
         steps = (*steps, CAPABILITIES_STEP)
-    unanalysed = skipped_span(cycles, now, settings.lookback)
+    unanalysed = skipped_span(last, now, settings.lookback)
     if unanalysed is not None:
         log.warning(
             "Live mode fell behind: the last cycle began at %s, more than the lookback (%s) ago, so the "
-            "pushes of [%s, %s) are in no live window (the hourly DAG still lands and analyses them). "
-            "Cycles take longer than the lookback: give the Spark server more cores, or raise %s.",
-            max(c.at for c in cycles).isoformat(),
-            settings.lookback,
+            "pushes from then until %s are in no live window (the hourly DAG still lands and analyses "
+            "them). Cycles take longer than the lookback: give the Spark server more cores, or raise %s.",
             unanalysed[0].isoformat(),
+            settings.lookback,
             unanalysed[1].isoformat(),
             LOOKBACK_ENV,
         )
@@ -97,24 +97,22 @@ def begin_cycle(
 
 
 def skipped_span(
-    earlier: list[CycleStart], now: datetime, lookback: timedelta
+    last: datetime | None, now: datetime, lookback: timedelta
 ) -> tuple[datetime, datetime] | None:
-    """The span no live window covers when a cycle begins more than ``lookback`` after the last one
-    (the previous window ended at that cycle's start, this one begins ``lookback`` before now); None
-    when the windows meet or overlap, or when no cycle came before."""
-    if not earlier:
-        return None
-    previous_end, start = max(cycle.at for cycle in earlier), now - lookback
-    return (previous_end, start) if start > previous_end else None
+    """The span no live window covers when a cycle begins more than ``lookback`` after the ``last`` one
+    began (that cycle's window ended at its start, this one begins ``lookback`` before now); None when
+    the windows meet or overlap, or when no cycle came before."""
+    start = now - lookback
+    return (last, start) if last is not None and start > last else None
 
 
-def refreshes_capabilities(earlier: list[CycleStart], now: datetime, every: timedelta) -> bool:
-    """Whether the cycle beginning ``now`` is the first of its ``every`` period (or follows none): it then
-    runs the capabilities step too. Periods are aligned to the epoch, so every worker agrees."""
-    if not earlier:
+def refreshes_capabilities(last: datetime | None, now: datetime, every: timedelta) -> bool:
+    """Whether the cycle beginning ``now`` is the first of its ``every`` period (or follows none, ``last``
+    None): it then runs the capabilities step too. Periods are aligned to the epoch, so every worker
+    agrees."""
+    if last is None:
         return True
     period = every.total_seconds()
-    last = max(cycle.at for cycle in earlier)
     return int(now.timestamp() // period) != int(last.timestamp() // period)
 
 

@@ -9,7 +9,6 @@ instead of failing. Charts are interactive (``charts``, the bundled uPlot); mail
 from __future__ import annotations
 
 import json
-import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
@@ -24,9 +23,7 @@ from airflow_provider_kip714.report.opened_by import opened_by
 from airflow_provider_kip714.report.page import Body, Headline, render_page
 from airflow_provider_kip714.storage.data_root import (
     RunArea,
-    StoragePath,
-    fsspec_location,
-    is_local,
+    remove_tree,
     safe_run_name,
 )
 from spark_apps.kip714_common.identity import DEFAULT_CLIENT_GROUP_BY
@@ -76,14 +73,6 @@ def report_title(dag_id: str | None, span: TimeSpan | None, match: MatchInput = 
     selectors = match_map(match)
     who = ", ".join(f"{k}={v}" for k, v in selectors.items()) if selectors else "all clients"
     return " · ".join([dag_id or "KIP-714 report", when, who])
-
-
-def _remove_tree(path: StoragePath) -> None:
-    if is_local(path):
-        shutil.rmtree(path)
-    else:
-        filesystem, where = fsspec_location(path)
-        filesystem.rm(where, recursive=True)
 
 
 def build_report(
@@ -147,7 +136,7 @@ def build_report(
     report_dir = area.report
     report_dir.mkdir(parents=True, exist_ok=True)
     if (report_dir / LEGACY_PLOTS_DIR).exists():
-        _remove_tree(report_dir / LEGACY_PLOTS_DIR)
+        remove_tree(report_dir / LEGACY_PLOTS_DIR)
     html_path = report_dir / REPORT_FILE
     partial = report_dir / f".{REPORT_FILE}.partial"
     partial.write_text(text, encoding="utf-8")

@@ -25,6 +25,7 @@ import functools
 import hashlib
 import os
 import re
+import shutil
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -165,6 +166,15 @@ def fsspec_location(path: StoragePath) -> tuple[Any, str]:
 
         return LocalFileSystem(), str(path.resolve())
     return path.fs, path.path
+
+
+def remove_tree(path: StoragePath) -> None:
+    """Delete a folder and everything under it, local or on an object store."""
+    if is_local(path):
+        shutil.rmtree(path)
+    else:
+        filesystem, where = fsspec_location(path)
+        filesystem.rm(where, recursive=True)
 
 
 def arrow_location(path: StoragePath) -> tuple[pyarrow.fs.FileSystem, str]:

@@ -177,12 +177,11 @@ def test_capabilities_are_refreshed_by_the_first_cycle_of_each_period_only() -> 
     (epoch-aligned periods) runs that step, the others skip its ~4 s of task CPU."""
     every = timedelta(minutes=10)
     at = datetime(2026, 12, 6, 6, 0, 5, tzinfo=UTC)
-    assert refreshes_capabilities([], at, every)  # live mode's first cycle
-    earlier = [CycleStart(at, {})]
-    assert not refreshes_capabilities(earlier, at + timedelta(seconds=30), every)
-    assert not refreshes_capabilities(earlier, at + timedelta(minutes=9, seconds=54), every)
-    assert refreshes_capabilities(earlier, at + timedelta(minutes=9, seconds=55), every)  # 06:10:00
-    assert refreshes_capabilities(earlier, at + timedelta(hours=3), every)
+    assert refreshes_capabilities(None, at, every)  # live mode's first cycle
+    assert not refreshes_capabilities(at, at + timedelta(seconds=30), every)
+    assert not refreshes_capabilities(at, at + timedelta(minutes=9, seconds=54), every)
+    assert refreshes_capabilities(at, at + timedelta(minutes=9, seconds=55), every)  # 06:10:00
+    assert refreshes_capabilities(at, at + timedelta(hours=3), every)
 
 
 def test_a_cycle_that_begins_more_than_a_lookback_after_the_last_names_the_span_no_window_covered() -> None:
@@ -190,11 +189,10 @@ def test_a_cycle_that_begins_more_than_a_lookback_after_the_last_names_the_span_
     pushes in no live window. ``begin_cycle`` logs that span (a WARNING), instead of losing it silently."""
     lookback = timedelta(minutes=3)
     at = datetime(2026, 12, 6, 7, 0, tzinfo=UTC)
-    earlier = [CycleStart(at - timedelta(minutes=5), {}), CycleStart(at, {})]
-    assert skipped_span([], at, lookback) is None
-    assert skipped_span(earlier, at + timedelta(minutes=2), lookback) is None  # windows overlap
-    assert skipped_span(earlier, at + lookback, lookback) is None  # they meet
-    assert skipped_span(earlier, at + timedelta(minutes=6, seconds=4), lookback) == (
+    assert skipped_span(None, at, lookback) is None
+    assert skipped_span(at, at + timedelta(minutes=2), lookback) is None  # windows overlap
+    assert skipped_span(at, at + lookback, lookback) is None  # they meet
+    assert skipped_span(at, at + timedelta(minutes=6, seconds=4), lookback) == (
         at,
         at + timedelta(minutes=3, seconds=4),
     )
