@@ -167,20 +167,30 @@ def read_tables(area: RunArea, span: TimeSpan | None, selectors: Mapping[str, st
 
 
 def identities_of(frames: Sequence[pd.DataFrame]) -> dict[str, dict[str, str]]:
-    """Instance -> identity columns, from whichever table names the instance first."""
-    identities: dict[str, dict[str, str]] = {}
+    """Instance -> identity columns: per column, the first non-empty value among the frames (in order,
+    each frame's first row of the instance), else an empty one. Vectorised: at 1,000 instances a
+    row-by-row merge took a tenth of the page's second."""
+    parts = []
     for frame in frames:
         if frame.empty or "client_instance_id" not in frame.columns:
             continue
         columns = [c for c in CLIENT_IDENTITY_COLUMNS if c in frame.columns]
-        for row in frame[columns].drop_duplicates("client_instance_id").to_dict("records"):
-            instance = row.get("client_instance_id")
-            if instance is None or pd.isna(instance):
-                continue
-            identity = identities.setdefault(str(instance), {})
-            for column, value in row.items():
-                if value is not None and not pd.isna(value) and not identity.get(column):
-                    identity[column] = str(value)
+        firsts = frame[columns].drop_duplicates("client_instance_id")
+        parts.append(firsts[firsts["client_instance_id"].notna()].astype(object))
+    if not parts:
+        return {}
+    rows = pd.concat(parts, ignore_index=True)
+    rows = rows.where(rows.isna(), rows.astype(str))
+    rows["client_instance_id"] = rows["client_instance_id"].astype(str)
+    by_instance = rows.mask(rows == "").groupby("client_instance_id", sort=False)
+    found = by_instance.first()  # first non-null per column
+    empty = (rows == "").groupby(rows["client_instance_id"], sort=False).any().reindex(found.index)
+    found = found.mask(found.isna() & empty[found.columns], "")
+    identities: dict[str, dict[str, str]] = {}
+    for instance, values in zip(found.index, found.to_dict("records"), strict=True):
+        identity = {"client_instance_id": instance}
+        identity.update({column: value for column, value in values.items() if isinstance(value, str)})
+        identities[instance] = identity
     return identities
 
 

@@ -480,3 +480,50 @@ def test_the_opening_finding_is_charted_against_its_group_from_the_evidence_live
     # without the evidence (a run opened by hand, or evidence never kept) the card stands alone
     text = Path(build_report(zone, request=request, live=RunArea(tmp_path / "nowhere")).html_path).read_text()
     assert "id='opened-by'" in text and "were not kept" in text
+
+
+def test_identities_take_each_column_from_the_first_frame_that_has_it() -> None:
+    from airflow_provider_kip714.report.assemble import identities_of
+
+    anomalies = pd.DataFrame(
+        {"client_instance_id": ["a", "a"], "client_id": ["", "late-row"], "principal": [None, "User:x"]}
+    )
+    rollups = pd.DataFrame(
+        {
+            "client_instance_id": ["b", "a", None],
+            "client_id": ["bee", "ay", "nobody"],
+            "principal": ["User:b", "", "User:n"],
+        }
+    )
+    assert identities_of([anomalies, pd.DataFrame(), rollups]) == {
+        # the anomaly frame's first row of "a" has an empty client id: the rollups' fills it; its principal
+        # is absent there and empty in the rollups, so it stays empty
+        "a": {"client_instance_id": "a", "client_id": "ay", "principal": ""},
+        "b": {"client_instance_id": "b", "client_id": "bee", "principal": "User:b"},
+    }
+    assert list(identities_of([anomalies, rollups])) == ["a", "b"]
+    assert identities_of([pd.DataFrame({"client_id": ["x"]})]) == {}
+
+
+def test_instance_attribute_reads_the_map_column_of_every_row(tmp_path: Path) -> None:
+    from airflow_provider_kip714.analytics.tables import instance_attribute
+
+    area = RunArea(tmp_path / "zone")
+    schema = pa.schema(
+        [("client_instance_id", pa.string()), ("resource_attributes", pa.map_(pa.string(), pa.string()))]
+    )
+    rows = [
+        {"client_instance_id": "a", "resource_attributes": [("host", "h1"), ("group_id", "orders")]},
+        {"client_instance_id": "a", "resource_attributes": None},
+        {"client_instance_id": "b", "resource_attributes": [("host", "h2")]},
+        {"client_instance_id": "c", "resource_attributes": []},
+        {"client_instance_id": "d", "resource_attributes": [("group_id", "x"), ("group_id", "y")]},
+        {"client_instance_id": "e", "resource_attributes": [("group_id", None)]},
+    ]
+    folder = Path(str(area.table("rollups"))) / "date=2026-01-31" / "hour=13"
+    folder.mkdir(parents=True)
+    pq.write_table(pa.Table.from_pylist(rows[:3], schema=schema), folder / "part-00000.parquet")
+    pq.write_table(pa.Table.from_pylist(rows[3:], schema=schema), folder / "part-00001.parquet")
+    assert instance_attribute(area, "rollups", "group_id") == {"a": "orders", "d": "y"}
+    assert instance_attribute(area, "rollups", "host") == {"a": "h1", "b": "h2"}
+    assert instance_attribute(area, "anomalies", "group_id") == {}
