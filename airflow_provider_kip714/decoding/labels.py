@@ -7,10 +7,13 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Final
 
+import numpy as np
+
 from airflow_provider_kip714.contract.instance_id import to_hex_form
 from airflow_provider_kip714.contract.topic import CLIENT_HEADERS, Header, RecordType
 from airflow_provider_kip714.decoding import limits
 from airflow_provider_kip714.decoding.header_sets import Headers, HeaderSet, HeaderSets
+from airflow_provider_kip714.decoding.records import Repeated
 from airflow_provider_kip714.exceptions import TelemetryDecodeError
 from spark_apps.kip714_common.landing_contract import BROKER_LABEL_COLUMNS
 
@@ -162,8 +165,9 @@ class BatchLabels:
     """
 
     rows: list[RecordLabels]
-    slots: list[int]
-    errors: list[str | None]
+    slots: Sequence[int]
+    """An int64 numpy array (``of_sets``) or a list."""
+    errors: Sequence[str | None]
 
     @classmethod
     def of(cls, header_lists: Sequence[Headers]) -> BatchLabels:
@@ -186,11 +190,13 @@ class BatchLabels:
             row_of_set.append(len(rows))
             error_of_set.append(None)
             rows.append(labels)
-        return cls(
-            rows,
-            list(map(row_of_set.__getitem__, header_index)),
-            list(map(error_of_set.__getitem__, header_index)),
-        )
+        # per record by numpy's indexing, not a Python loop: a landing chunk's header_index is the native
+        # reader's buffer, read in place, and the slots go to the native writer as a buffer again
+        index = np.asarray(header_index, dtype=np.intp)
+        slots = np.asarray(row_of_set, dtype=np.int64)[index] if len(index) else np.empty(0, np.int64)
+        if not any(error_of_set):
+            return cls(rows, slots, Repeated(None, len(index)))
+        return cls(rows, slots, list(map(error_of_set.__getitem__, index.tolist())))
 
     def subset(self, indexes: Sequence[int]) -> BatchLabels:
         """The labels of some of the batch's records (same rows, no re-parsing)."""

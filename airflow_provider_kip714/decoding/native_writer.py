@@ -27,17 +27,18 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Final, TypeVar
 
+import numpy as np
 import pyarrow as pa
 
 from airflow_provider_kip714 import native_switches
 from airflow_provider_kip714.decoding import native
 from airflow_provider_kip714.decoding.header_sets import as_text
 from airflow_provider_kip714.decoding.labels import BatchLabels
-from airflow_provider_kip714.decoding.records import RecordColumns
+from airflow_provider_kip714.decoding.records import RecordColumns, Repeated
 from airflow_provider_kip714.decoding.reference import record_failures
 
 log = logging.getLogger(__name__)
@@ -107,6 +108,15 @@ def _binary(column: object) -> object:
     return column if isinstance(column, list) else list(column)  # type: ignore[call-overload]
 
 
+def _numbers(column: Sequence[int], dtype: type[np.integer]) -> object:
+    """A per-record number column for the extension, which reads a buffer in place: a ``Repeated`` (a
+    chunk's partition) filled into an array by numpy, a buffer (the native reader's) as it is, anything
+    else (a list or tuple, from ``RecordColumns.of``) as a sequence."""
+    if isinstance(column, Repeated):
+        return np.full(len(column), column.value, dtype=dtype)
+    return column
+
+
 def _unless_page_too_large(what: str, records: int, write: Callable[[], T]) -> T | None:
     """``write()``, or None when the writer refused a page beyond 2 GiB (pyarrow then cuts smaller)."""
     try:
@@ -133,7 +143,7 @@ def write_raw_natively(columns: RecordColumns) -> RawFile | None:
         len(columns),
         lambda: native.kip714_native.write_raw(  # type: ignore[union-attr]
             topic,
-            columns.partitions,
+            _numbers(columns.partitions, np.int32),
             columns.offsets,
             columns.timestamps_ms,
             _binary(columns.keys),
@@ -157,7 +167,8 @@ def write_natively(columns: RecordColumns) -> WrittenDatapoints | NeedsReference
         return None  # not a landing chunk: the table path handles every shape
     labels = BatchLabels.of_sets(columns.header_sets, columns.header_index)
     failed = record_failures(columns.partitions, columns.offsets, columns.timestamps_ms, labels)
-    records = (topic, columns.partitions, columns.offsets, columns.timestamps_ms, labels.slots)
+    partitions = _numbers(columns.partitions, np.int32)
+    records = (topic, partitions, columns.offsets, columns.timestamps_ms, labels.slots)
     written = _unless_page_too_large(
         "datapoints",
         len(columns),

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
 from google.protobuf.message import DecodeError, Message
 
 from airflow_provider_kip714.decoding import limits
@@ -21,7 +22,7 @@ from airflow_provider_kip714.decoding.parsing import (
     parse_metrics_data,
     raw_attribute_metrics_data,
 )
-from airflow_provider_kip714.decoding.records import DecodedBatch, TopicRecord, ValueFormat
+from airflow_provider_kip714.decoding.records import DecodedBatch, Repeated, TopicRecord, ValueFormat
 from airflow_provider_kip714.exceptions import TelemetryDecodeError
 
 
@@ -32,14 +33,11 @@ def record_failures(
 
     The usual batch has no such record: ``min``/``max`` over its columns say so at C speed.
     """
-    if offsets and (
+    if len(offsets) and (
         any(labels.errors)
-        or limits.misfit("partition", min(partitions))
-        or limits.misfit("partition", max(partitions))
-        or limits.misfit("offset", min(offsets))
-        or limits.misfit("offset", max(offsets))
-        or limits.misfit("record_timestamp", min(timestamps_ms))
-        or limits.misfit("record_timestamp", max(timestamps_ms))
+        or any(limits.misfit("partition", bound) for bound in _bounds(partitions))
+        or any(limits.misfit("offset", bound) for bound in _bounds(offsets))
+        or any(limits.misfit("record_timestamp", bound) for bound in _bounds(timestamps_ms))
     ):
         return {
             index: reason
@@ -47,6 +45,15 @@ def record_failures(
             if (reason := labels.errors[index] or limits.record_misfit(*lineage))
         }
     return {}
+
+
+def _bounds(values: Sequence[int]) -> tuple[int, int]:
+    """The least and greatest of a non-empty column: a ``Repeated``'s one value, else numpy's (a native
+    buffer is read in place, no int object per record)."""
+    if isinstance(values, Repeated):
+        return values.value, values.value
+    numbers = np.asarray(values)
+    return int(numbers.min()), int(numbers.max())
 
 
 def _add_record(

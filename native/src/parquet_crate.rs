@@ -493,7 +493,7 @@ pub fn write_raw(input: &RawInput) -> Result<Vec<u8>> {
         input.timestamps_ms.iter().map(|&t| (Some(t), 1)),
     )?;
     binary(&mut group, &input.keys)?;
-    header_maps(&mut group, &input.header_sets, &input.header_index)?;
+    header_maps(&mut group, &input.header_sets, input.header_index)?;
     binary(&mut group, &input.values)?;
     group.close()?;
     file.into_inner()

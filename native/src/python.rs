@@ -1,6 +1,6 @@
 //! The Python module `kip714_native`: column buffers as a dict of `Buffer`s (moved, not copied).
 
-use pyo3::buffer::PyBuffer;
+use pyo3::buffer::{Element, PyBuffer};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
@@ -59,6 +59,38 @@ fn contiguous<'a>(py: Python<'a>, buffer: &'a PyBuffer<u8>, name: &str) -> PyRes
     // SAFETY: ReadOnlyCell<u8> is a transparent wrapper of u8; the exporter keeps the memory alive
     // and unchanged while `buffer` is held (Arrow buffers are immutable).
     Ok(unsafe { std::slice::from_raw_parts(cells.as_ptr().cast::<u8>(), cells.len()) })
+}
+
+/// A per-record number column from Python: a C-contiguous buffer of `T` (the native reader's
+/// memoryviews, a numpy array) read in place, or any other sequence of ints, listed once.
+enum Numbers<T: Element> {
+    Buffer(PyBuffer<T>),
+    Listed(Vec<T>),
+}
+
+impl<'py, T: Element + FromPyObject<'py>> FromPyObject<'py> for Numbers<T> {
+    fn extract_bound(column: &Bound<'py, PyAny>) -> PyResult<Self> {
+        match PyBuffer::<T>::get(column) {
+            Ok(buffer) if buffer.is_c_contiguous() => Ok(Numbers::Buffer(buffer)),
+            _ => Ok(Numbers::Listed(column.extract()?)),
+        }
+    }
+}
+
+impl<T: Element> Numbers<T> {
+    fn values<'a>(&'a self, py: Python<'a>) -> &'a [T] {
+        match self {
+            Numbers::Buffer(buffer) => {
+                let cells = buffer
+                    .as_slice(py)
+                    .expect("C-contiguous, checked on extraction");
+                // SAFETY: ReadOnlyCell<T> is a transparent wrapper of T; the exporter keeps the memory
+                // alive and unchanged while `buffer` is held (the reader's buffers are immutable).
+                unsafe { std::slice::from_raw_parts(cells.as_ptr().cast::<T>(), cells.len()) }
+            }
+            Numbers::Listed(values) => values,
+        }
+    }
 }
 
 /// The values of an Arrow binary column given as its buffers, read in place.
@@ -251,9 +283,16 @@ type Written<'py> = (
 );
 
 /// A chunk's inputs besides its values, as the Python tuple `(topic, partitions, offsets,
-/// timestamps_ms, label_slots)`: one value per record except the topic.
+/// timestamps_ms, label_slots)`: one value per record except the topic, as buffers (read in place) or
+/// sequences.
 #[derive(FromPyObject)]
-struct ChunkRecords(String, Vec<i32>, Vec<i64>, Vec<i64>, Vec<i64>);
+struct ChunkRecords(
+    String,
+    Numbers<i32>,
+    Numbers<i64>,
+    Numbers<i64>,
+    Numbers<i64>,
+);
 
 /// Decode a chunk's values and write its `datapoints` Parquet files, with the GIL released.
 ///
@@ -270,6 +309,8 @@ fn write_chunk<'py>(
 ) -> PyResult<Written<'py>> {
     let skipped = skip_records(&mut slices, &skip);
     let ChunkRecords(topic, partitions, offsets, timestamps_ms, label_slots) = records;
+    let (partitions, offsets) = (partitions.values(py), offsets.values(py));
+    let (timestamps_ms, label_slots) = (timestamps_ms.values(py), label_slots.values(py));
     let width = crate::parquet::LABEL_NAMES.len();
     let mut rows = Vec::with_capacity(label_rows.len());
     for row in label_rows.iter() {
@@ -326,7 +367,9 @@ fn write_chunk<'py>(
                 .collect();
             Ok((points, files, None))
         }
-        crate::decode::Decoded::Kept(columns) => Ok((0, Vec::new(), Some(columns_dict(py, columns)?))),
+        crate::decode::Decoded::Kept(columns) => {
+            Ok((0, Vec::new(), Some(columns_dict(py, columns)?)))
+        }
     }
 }
 
@@ -435,12 +478,12 @@ impl BinaryOwner {
 fn write_raw(
     py: Python<'_>,
     topic: String,
-    partitions: Vec<i32>,
-    offsets: Vec<i64>,
-    timestamps_ms: Vec<i64>,
+    partitions: Numbers<i32>,
+    offsets: Numbers<i64>,
+    timestamps_ms: Numbers<i64>,
     keys: BinaryColumn<'_>,
     header_sets: Vec<Vec<(String, Option<String>)>>,
-    header_index: Vec<u32>,
+    header_index: Numbers<i32>,
     values: BinaryColumn<'_>,
 ) -> PyResult<Py<PyBytes>> {
     let columns = RawColumns(
@@ -460,12 +503,12 @@ fn write_raw(
 fn write_raw_crate(
     py: Python<'_>,
     topic: String,
-    partitions: Vec<i32>,
-    offsets: Vec<i64>,
-    timestamps_ms: Vec<i64>,
+    partitions: Numbers<i32>,
+    offsets: Numbers<i64>,
+    timestamps_ms: Numbers<i64>,
     keys: BinaryColumn<'_>,
     header_sets: Vec<Vec<(String, Option<String>)>>,
-    header_index: Vec<u32>,
+    header_index: Numbers<i32>,
     values: BinaryColumn<'_>,
 ) -> PyResult<Py<PyBytes>> {
     let columns = RawColumns(
@@ -483,11 +526,11 @@ fn write_raw_crate(
 /// `write_raw`'s per-record columns besides keys and values: partitions, offsets, timestamps (ms),
 /// the distinct header sets and each record's set.
 struct RawColumns(
-    Vec<i32>,
-    Vec<i64>,
-    Vec<i64>,
+    Numbers<i32>,
+    Numbers<i64>,
+    Numbers<i64>,
     Vec<Vec<(String, Option<String>)>>,
-    Vec<u32>,
+    Numbers<i32>,
 );
 
 fn write_raw_with(
@@ -499,12 +542,20 @@ fn write_raw_with(
     writer: RawWriter,
 ) -> PyResult<Py<PyBytes>> {
     let RawColumns(partitions, offsets, timestamps_ms, header_sets, header_index) = columns;
+    let header_index = header_index.values(py);
+    if header_index.iter().any(|&set| set < 0) {
+        return Err(PyValueError::new_err("header_index: must not be negative"));
+    }
+    // SAFETY: i32 and u32 have the same size and alignment, and every value was checked non-negative
+    let header_index = unsafe {
+        std::slice::from_raw_parts(header_index.as_ptr().cast::<u32>(), header_index.len())
+    };
     let (keys, values) = (keys.owner(), values.owner());
     let input = RawInput {
         topic,
-        partitions,
-        offsets,
-        timestamps_ms,
+        partitions: partitions.values(py),
+        offsets: offsets.values(py),
+        timestamps_ms: timestamps_ms.values(py),
         keys: keys.slices(py)?,
         header_sets: header_sets
             .into_iter()

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import duckdb
 import kip714_native
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -39,10 +40,12 @@ from airflow_provider_kip714.decoding.decoder import decode_batch
 from airflow_provider_kip714.decoding.labels import LABEL_COLUMNS, BatchLabels
 from airflow_provider_kip714.decoding.native_writer import (
     NeedsReference,
+    WrittenDatapoints,
     native_writer_available,
     write_natively,
     write_raw_natively,
 )
+from airflow_provider_kip714.decoding.records import Repeated
 from airflow_provider_kip714.native_switches import WRITER_ENV, NativeSwitchError
 from airflow_provider_kip714.telemetry.landing import land_topic
 from airflow_provider_kip714.telemetry.landing_chunk import PartitionBatch
@@ -271,6 +274,51 @@ def test_row_groups_and_the_arrow_input_write_the_same_rows(tmp_path: Path) -> N
         assert pq.ParquetFile(paths[0]).metadata.num_row_groups > 1
         assert_same_file(str(paths[0]), str(paths[1]))
         assert arrow.data == written.data
+
+
+class BufferOnly(np.ndarray):
+    """An array whose values can be read through the buffer protocol only."""
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        raise AssertionError("a number column was iterated in Python")
+
+    def __getitem__(self, index):  # type: ignore[no-untyped-def]
+        raise AssertionError("a number column was indexed in Python")
+
+
+def test_number_columns_are_read_in_place_as_buffers_and_make_the_same_files() -> None:
+    """The native reader hands its numbers over as memoryviews (``landing_stage._numbers``); read in
+    place, they write what lists write. Only a chunk with a failed record (bad headers) reads its
+    numbers record by record, to name the failures."""
+    clean = PartitionBatch("_client_telemetry", 3)
+    for i in range(200):
+        clean.append(500 + i, HOURS_MS + i * 10, b"k", client_headers(), producer_like_payload(5, seed=i))
+    for batch, array in ((clean, BufferOnly), (mixed_chunk(2), np.ndarray)):
+        columns = record_columns(batch)
+        buffers = {
+            "partitions": Repeated(columns.partitions[0], len(columns)),
+            "offsets": np.asarray(columns.offsets, dtype=np.int64).view(array),
+            "timestamps_ms": np.asarray(columns.timestamps_ms, dtype=np.int64).view(array),
+            "header_index": memoryview(np.asarray(columns.header_index, np.int32).tobytes()).cast("i"),
+        }
+        in_place = type(columns)(*[buffers.get(f, getattr(columns, f)) for f in FIELDS])
+        listed, read = write_natively(columns), write_natively(in_place)
+        assert isinstance(listed, WrittenDatapoints) and isinstance(read, WrittenDatapoints)
+        assert read.failures == listed.failures and read.points == listed.points > 0
+        assert [f.data for f in read.files] == [f.data for f in listed.files]
+        raw = (write_raw_natively(columns), write_raw_natively(in_place))
+        assert raw[0] is not None and raw[1] is not None and raw[0].data == raw[1].data
+
+        labels = BatchLabels.of_sets(columns.header_sets, buffers["header_index"])
+        reference = BatchLabels.of_sets(columns.header_sets, list(columns.header_index))
+        assert list(labels.slots) == list(reference.slots)
+        assert list(labels.errors) == list(reference.errors)
+        assert bool(listed.failures) == (-1 in list(labels.slots)) == (batch is not clean)
+
+
+def test_the_raw_writer_refuses_a_negative_header_set() -> None:
+    with pytest.raises(ValueError, match="header_index: must not be negative"):
+        kip714_native.write_raw("t", [0], [1], [2], [None], [[]], np.array([-1], np.int32), [b"v"])
 
 
 def test_a_chunk_with_a_record_for_the_python_decoder_is_left_to_the_table_path(

@@ -52,11 +52,11 @@ pub enum LabelValue {
 }
 
 /// What the decoder does not see: per-record lineage and labels.
-pub struct RecordInput {
+pub struct RecordInput<'a> {
     pub topic: String,
-    pub partitions: Vec<i32>,
-    pub offsets: Vec<i64>,
-    pub timestamps_ms: Vec<i64>,
+    pub partitions: &'a [i32],
+    pub offsets: &'a [i64],
+    pub timestamps_ms: &'a [i64],
     pub label_slots: Vec<u32>,
     /// One row per distinct label set, 15 values in `LABEL_NAMES` order.
     pub label_rows: Vec<Vec<LabelValue>>,

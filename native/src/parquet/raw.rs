@@ -7,14 +7,14 @@ use super::writer::Writer;
 /// A chunk's records as the raw table keeps them (`RAW_SCHEMA`): bytes as received.
 pub struct RawInput<'a> {
     pub topic: String,
-    pub partitions: Vec<i32>,
-    pub offsets: Vec<i64>,
-    pub timestamps_ms: Vec<i64>,
+    pub partitions: &'a [i32],
+    pub offsets: &'a [i64],
+    pub timestamps_ms: &'a [i64],
     pub keys: Vec<Option<&'a [u8]>>,
     /// Each distinct header set once (header values already text, as the raw table keeps them).
     pub header_sets: Vec<MapSet>,
     /// Per record, its header set.
-    pub header_index: Vec<u32>,
+    pub header_index: &'a [u32],
     pub values: Vec<Option<&'a [u8]>>,
 }
 
@@ -37,7 +37,7 @@ pub fn write_raw(input: &RawInput) -> std::io::Result<Vec<u8>> {
         input.timestamps_ms.iter().map(|&t| (Some(t), 1)),
     )?;
     w.plain_binary("key", &input.keys)?;
-    w.map_of_sets("headers", &input.header_sets, &input.header_index)?;
+    w.map_of_sets("headers", &input.header_sets, input.header_index)?;
     w.plain_binary("value", &input.values)?;
     w.end_group();
     Ok(w.finish(&schema_of(&RAW_COLUMNS)))
