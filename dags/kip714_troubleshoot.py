@@ -47,7 +47,9 @@ from spark_apps.package import DEFAULT_RULES, WINDOW_CONF
 LANDED = "ti.xcom_pull(task_ids='land_window')"
 SUBSCRIPTION_XCOM = "ti.xcom_pull(task_ids='open_subscription')"
 SUBSCRIPTION_NAME = "{{ " + SUBSCRIPTION_XCOM + "['name'] }}"
-KAFKA_CONN = "{{ params.kafka_config_id }}"
+REQUEST = "ti.xcom_pull(task_ids='validate_request', key='request')"
+"""The validated request (``TroubleshootingRequest.as_xcom``): templates read it, never the raw form."""
+KAFKA_CONN = "{{ " + REQUEST + "['kafka_config_id'] }}"
 
 
 with DAG(
@@ -114,8 +116,8 @@ with DAG(
         kafka_config_id=KAFKA_CONN,
         subscription_name=SUBSCRIPTION_NAME,
         since="{{ ti.xcom_pull(task_ids='validate_request', key='requested_at') }}",
-        min_clients="{{ params.min_clients }}",
-        timeout="{{ params.window_seconds }}",  # wait at most the window
+        min_clients="{{ " + REQUEST + "['min_clients'] }}",
+        timeout="{{ " + REQUEST + "['window_seconds'] }}",  # wait at most the window
         poke_interval=2,
         # apache/airflow #67287 (3.3.2): a trigger firing seconds after the deferral can make the
         # scheduler fail the task; a retry waits again, for the same subscription (docs/dags.md)
@@ -157,7 +159,7 @@ with DAG(
         "output_root": "{{ " + LANDED + "['analytics'] }}",
         "start": "{{ " + LANDED + "['window_start'] }}",
         "end": "{{ " + LANDED + "['window_end'] }}",
-        "bucket": "{{ params.bucket }}",
+        "bucket": "{{ " + REQUEST + "['bucket'] }}",
     }
 
     @task
@@ -190,8 +192,8 @@ with DAG(
             "windows": "{{ ti.xcom_pull(task_ids='write_rules')['windows'] }}",
             "selection": "{{ ti.xcom_pull(task_ids='write_rules')['selection'] }}",
             "history": "1h",
-            "min_history_buckets": "{{ params.baseline_min_buckets }}",
-            "baseline_for": "{{ params.baseline_for_seconds }}s",
+            "min_history_buckets": "{{ " + REQUEST + "['baseline_min_buckets'] }}",
+            "baseline_for": "{{ " + REQUEST + "['baseline_for_seconds'] }}s",
         },
         **analysed_window,
     )
