@@ -72,7 +72,7 @@ def main() -> int:
     from airflow_provider_kip714.report import build_report
     from airflow_provider_kip714.storage.data_root import scheduled_area
     from tests.support.ui_demo_data import land_demo_analytics
-    from tests.ui.test_ui_browser import start_chromium
+    from tests.ui.chromium import start_chromium
 
     with tempfile.TemporaryDirectory(prefix="kip714-shots-") as tmp:
         small, large = Path(tmp) / "small", Path(tmp) / "large"

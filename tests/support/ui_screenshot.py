@@ -75,7 +75,7 @@ def capture(base_url: str, token: str, out: Path, profile: Path) -> None:
     """Open the page itself (not Airflow's frame, so every panel fits) and save it, scaled down."""
     from PIL import Image
 
-    from tests.ui.test_ui_browser import start_chromium
+    from tests.ui.chromium import start_chromium
 
     driver = start_chromium(profile)
     try:

@@ -7,32 +7,17 @@ moves: hover a point and read its value in the legend, click a legend entry to h
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
-
-import pytest
 
 from airflow_provider_kip714.report import build_report
 from airflow_provider_kip714.storage.data_root import RunArea
 from tests.support.ui_demo_data import land_demo_analytics
 from tests.ui.charts import hover_point, legend_values
-from tests.ui.test_ui_browser import CHROMEDRIVER, CHROMIUM, WAIT_S, start_chromium
+from tests.ui.chromium import WAIT_S
 
 END = datetime(2026, 11, 27, 21, 0, tzinfo=UTC)
-
-
-@pytest.fixture
-def browser(tmp_path: Path) -> Iterator[Any]:
-    if not (CHROMIUM.exists() and CHROMEDRIVER.exists()):
-        pytest.fail("Chromium missing: run tests/ui/install_browser.sh (make test does)")
-    driver = start_chromium(tmp_path / "chromium-profile")
-    driver.set_page_load_timeout(WAIT_S)
-    try:
-        yield driver
-    finally:
-        driver.quit()
 
 
 def test_report_charts_answer_hover_and_toggle_offline(tmp_path: Path, browser: Any) -> None:

@@ -17,7 +17,6 @@ import urllib.request
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
 
 import pytest
 from kip714_dev.local_kafka.cluster import LocalKafkaCluster
@@ -32,34 +31,7 @@ from airflow_provider_kip714.ui.plugin import PLUGIN_NAME, URL_PREFIX, URL_ROUTE
 from tests.ui.airflow_server import NO_ACCESS_PASSWORD, NO_ACCESS_USER, AirflowApiServer, start_api_server
 from tests.ui.analytics_data import Landed, land_analytics
 from tests.ui.charts import hover_point, legend_values
-
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMEDRIVER = Path("/usr/bin/chromedriver")
-CHROMIUM_FLAGS = (
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--window-size=1300,1000",
-)
-WAIT_S = 60
-
-
-def start_chromium(profile: Path) -> Any:
-    """Headless Chromium through ChromeDriver with ``CHROMIUM_FLAGS`` and its own profile folder."""
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = str(CHROMIUM)
-    for flag in CHROMIUM_FLAGS:
-        options.add_argument(flag)
-    options.add_argument(f"--user-data-dir={profile}")
-    return webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=options)
+from tests.ui.chromium import WAIT_S
 
 
 @pytest.fixture
@@ -108,19 +80,6 @@ def airflow_server(
         yield server
     finally:
         assert server.stop() == 0, (server.log_path.read_text(errors="replace"))[-3000:]
-
-
-@pytest.fixture
-def browser(tmp_path: Path) -> Iterator[object]:
-    # A missing browser is a set-up failure, not a reason to skip: `make test` installs it.
-    if not (CHROMIUM.exists() and CHROMEDRIVER.exists()):
-        pytest.fail("Chromium missing: run tests/ui/install_browser.sh (make test does)")
-    driver = start_chromium(tmp_path / "chromium-profile")
-    driver.set_page_load_timeout(WAIT_S)
-    try:
-        yield driver
-    finally:
-        driver.quit()
 
 
 def _status_without_login(url: str) -> tuple[int, str]:
