@@ -24,8 +24,24 @@ RUNNER = Path(__file__).parent / "airflow_dag_runner.py"
 def make_airflow_env(
     home: Path, data_dir: Path, kafka_cluster: LocalKafkaCluster, dags_folder: Path = DAGS
 ) -> dict[str, str]:
+    """``isolated_airflow_env`` with ``kafka_default`` on the cluster and ``spark_default`` on local[2]."""
     connection = {"conn_type": "kafka", "extra": kafka_cluster.client_config()}
     python_bin = str(Path(sys.executable).parent)
+    extra = {
+        "AIRFLOW_CONN_KAFKA_DEFAULT": json.dumps(connection),
+        "AIRFLOW_CONN_SPARK_DEFAULT": json.dumps({"conn_type": "spark", "host": "local[2]"}),
+        "KIP714_SPARK_BUILD_DIR": str(home / "spark-build"),
+        "SPARK_LOCAL_IP": "127.0.0.1",
+        "PATH": os.pathsep.join([python_bin, os.environ.get("PATH", "")]),
+    }
+    return isolated_airflow_env(home, data_dir, extra, dags_folder)
+
+
+def isolated_airflow_env(
+    home: Path, data_dir: Path, extra: dict[str, str], dags_folder: Path = DAGS
+) -> dict[str, str]:
+    """The environment of an Airflow of its own (no AIRFLOW_*/KIP714_* inherited), its database
+    migrated; ``extra`` on top."""
     env = {
         **{key: value for key, value in os.environ.items() if not key.startswith(("AIRFLOW", "KIP714_"))},
         "AIRFLOW_HOME": str(home),
@@ -33,13 +49,9 @@ def make_airflow_env(
         "AIRFLOW__CORE__DAGS_FOLDER": str(dags_folder),
         "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{home}/airflow.db",
         "AIRFLOW__CORE__UNIT_TEST_MODE": "False",
-        "AIRFLOW_CONN_KAFKA_DEFAULT": json.dumps(connection),
-        "AIRFLOW_CONN_SPARK_DEFAULT": json.dumps({"conn_type": "spark", "host": "local[2]"}),
         "KIP714_DATA_DIR": str(data_dir),
-        "KIP714_SPARK_BUILD_DIR": str(home / "spark-build"),
-        "SPARK_LOCAL_IP": "127.0.0.1",
-        "PATH": os.pathsep.join([python_bin, os.environ.get("PATH", "")]),
         "PYTHONPATH": str(REPO_ROOT),
+        **extra,
     }
     migrated = subprocess.run(
         [sys.executable, "-m", "airflow", "db", "migrate"],

@@ -9,43 +9,15 @@ Airflow in test_findings_consumers_live_airflow.py.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from dag_test_env import run_dag_test
+from dag_test_env import isolated_airflow_env, run_dag_test
 from kip714_dev.smtp_sink import SmtpSink
 
 from airflow_provider_kip714.findings.model import ClientIdentity, Finding, FindingKind, Severity
 from airflow_provider_kip714.findings.store import AlertLedger, LiveStore, PendingAlert
-
-REPO = Path(__file__).resolve().parents[2]
-
-
-def airflow_env(home: Path, data: Path, extra: dict[str, str]) -> dict[str, str]:
-    env = {
-        **{key: value for key, value in os.environ.items() if not key.startswith(("AIRFLOW", "KIP714_"))},
-        "AIRFLOW_HOME": str(home),
-        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
-        "AIRFLOW__CORE__DAGS_FOLDER": str(REPO / "dags"),
-        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{home}/airflow.db",
-        "AIRFLOW__CORE__UNIT_TEST_MODE": "False",
-        "KIP714_DATA_DIR": str(data),
-        "PYTHONPATH": str(REPO),
-        **extra,
-    }
-    migrated = subprocess.run(
-        [sys.executable, "-m", "airflow", "db", "migrate"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert migrated.returncode == 0, migrated.stderr[-3000:]
-    return env
 
 
 def seed_pending(data: Path, count: int) -> list[Finding]:
@@ -73,7 +45,7 @@ def test_the_dag_sends_what_an_earlier_run_left_pending_and_fails_in_one_line_wi
     run_at = datetime.now(UTC).replace(second=0, microsecond=0)
     variable = {"AIRFLOW_VAR_KIP714_ALERTS": json.dumps({"to": ["ops@example.com"]})}
 
-    env = airflow_env(tmp_path / "home-bad", data, variable)  # no smtp_default connection
+    env = isolated_airflow_env(tmp_path / "home-bad", data, variable)  # no smtp_default connection
     summary, output, _ = run_dag_test(env, "kip714_alerts", run_at)
     assert summary is not None and summary["tasks"]["send_alerts"] == "failed", output[-3000:]
     assert (
@@ -84,7 +56,7 @@ def test_the_dag_sends_what_an_earlier_run_left_pending_and_fails_in_one_line_wi
 
     with SmtpSink.start() as sink:
         connection = {"AIRFLOW_CONN_SMTP_DEFAULT": json.dumps(sink.connection())}
-        env = airflow_env(tmp_path / "home-good", data, {**variable, **connection})
+        env = isolated_airflow_env(tmp_path / "home-good", data, {**variable, **connection})
         summary, output, _ = run_dag_test(env, "kip714_alerts", run_at + timedelta(minutes=10))
         assert summary is not None and summary["state"] == "success", output[-3000:]
         outcome = summary["xcom"]["send_alerts"]
