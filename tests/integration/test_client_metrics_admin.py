@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import time
 import uuid
 from datetime import UTC, datetime, timedelta
@@ -30,9 +29,7 @@ from airflow_provider_kip714.subscriptions.admin import (
 from airflow_provider_kip714.subscriptions.kafka_python_config import to_kafka_python_kwargs
 from airflow_provider_kip714.subscriptions.model import Subscription
 from airflow_provider_kip714.subscriptions.window_name import format_window_name, parse_window_name
-
-REPO_ROOT = Path(__file__).resolve().parents[2]
-KIP714 = [sys.executable, "-m", "airflow_provider_kip714.cli.main"]
+from tests.support.cli import KIP714, REPO_ROOT, run_subscriptions_cli
 
 
 def nobody() -> str:
@@ -173,23 +170,12 @@ def test_sasl_connection_from_extra_and_wrong_password(kafka_cluster: LocalKafka
     assert time.monotonic() - began < DEFAULT_BOOTSTRAP_TIMEOUT_MS / 1000 / 3
 
 
-def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*KIP714, "subscriptions", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=REPO_ROOT,
-        env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
-    )
-
-
 def test_cli_window_add_describe_list_delete(
     kafka_cluster: LocalKafkaCluster, admin: ClientMetricsAdmin
 ) -> None:
     server = ["--bootstrap-server", kafka_cluster.bootstrap_servers]
     label = unique("cli")
-    added = run_cli(
+    added = run_subscriptions_cli(
         "add", *server, "--window", "30m", "--label", label, "--metrics", "org.apache.kafka.producer.",
         "--interval", "1000", "--match", nobody(), "--json",
     )  # fmt: skip
@@ -202,16 +188,16 @@ def test_cli_window_add_describe_list_delete(
         assert timedelta(minutes=29) < window.expires_at - datetime.now(UTC) <= timedelta(minutes=30)
         assert payload["outcome"] == "created"
 
-        listed = run_cli("list", *server, "--json")
+        listed = run_subscriptions_cli("list", *server, "--json")
         assert listed.returncode == 0 and name in json.loads(listed.stdout)
-        described = run_cli("describe", *server, "--name", name)
+        described = run_subscriptions_cli("describe", *server, "--name", name)
         assert described.returncode == 0
         assert (
             "interval.ms=1000" in described.stdout
             and "metrics=org.apache.kafka.producer." in described.stdout
         )
 
-        altered = run_cli(
+        altered = run_subscriptions_cli(
             "alter", *server, "--name", name, "--add-metrics", "org.apache.kafka.consumer.", "--json"
         )
         assert altered.returncode == 0, altered.stderr
@@ -220,9 +206,9 @@ def test_cli_window_add_describe_list_delete(
             "org.apache.kafka.consumer.",
         }
     finally:
-        deleted = run_cli("delete", *server, "--name", name)
+        deleted = run_subscriptions_cli("delete", *server, "--name", name)
     assert deleted.returncode == 0 and deleted.stdout.startswith("deleted")
-    again = run_cli("delete", *server, "--name", name)
+    again = run_subscriptions_cli("delete", *server, "--name", name)
     assert again.returncode == 0 and "not found" in again.stdout
     assert name not in admin.list_names()
 
@@ -236,7 +222,7 @@ def test_cli_command_config_sasl(kafka_cluster: LocalKafkaCluster, tmp_path: Pat
         f'username="{user}" password="{kafka_cluster.sasl_users[user]}";\n'
     )
     assert kafka_cluster.sasl_bootstrap_servers is not None
-    listed = run_cli(
+    listed = run_subscriptions_cli(
         "list",
         "--bootstrap-server",
         kafka_cluster.sasl_bootstrap_servers,
@@ -323,7 +309,7 @@ def test_a_refused_tls_handshake_is_named_not_reported_as_an_unreachable_cluster
     properties.write_text(
         "".join(f"{key}={value}\n" for key, value in untrusting.items() if key != "bootstrap.servers")
     )
-    listed = run_cli(
+    listed = run_subscriptions_cli(
         "list", "--bootstrap-server", config["bootstrap.servers"], "--command-config", str(properties)
     )
     assert listed.returncode == 2 and "Traceback" not in listed.stderr
@@ -339,7 +325,7 @@ def test_a_refused_tls_handshake_is_named_not_reported_as_an_unreachable_cluster
         + "sasl.password=not-the-password\n"
     )
     began = time.monotonic()
-    listed = run_cli(
+    listed = run_subscriptions_cli(
         "list", "--bootstrap-server", config["bootstrap.servers"], "--command-config", str(properties)
     )
     # a CLI that waited out kafka-python's bootstrap timeout would take it plus its own start-up; under

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 import uuid
 
 import pytest
@@ -21,8 +20,7 @@ from subscription_fixtures import unique
 from airflow_provider_kip714.exceptions import SubscriptionValidationError
 from airflow_provider_kip714.subscriptions.admin import ClientMetricsAdmin, UpsertOutcome
 from airflow_provider_kip714.subscriptions.model import Subscription
-
-KIP714 = [sys.executable, "-m", "airflow_provider_kip714.cli.main"]
+from tests.support.cli import KIP714
 
 
 def raw_create(admin: ClientMetricsAdmin, name: str, configs: dict[str, str]) -> None:

@@ -2,27 +2,13 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-KIP714 = [sys.executable, "-m", "airflow_provider_kip714.cli.main"]
-
-
-def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*KIP714, "subscriptions", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=REPO_ROOT,
-        env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
-    )
+from tests.support.cli import run_subscriptions_cli
 
 
 @pytest.mark.parametrize(
@@ -38,7 +24,7 @@ def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
     ],
 )
 def test_cli_bad_spec_fails_with_one_line_before_connecting(args: list[str], expected: str) -> None:
-    result = run_cli(*args, "--bootstrap-server", "127.0.0.1:1")
+    result = run_subscriptions_cli(*args, "--bootstrap-server", "127.0.0.1:1")
     assert result.returncode != 0
     assert expected in result.stderr
     assert "Traceback" not in result.stderr
@@ -48,7 +34,9 @@ def test_cli_bad_spec_fails_with_one_line_before_connecting(args: list[str], exp
 def test_cli_unreachable_cluster_fails_with_one_line(tmp_path: Path) -> None:
     properties = tmp_path / "fast.properties"
     properties.write_text("socket.connection.setup.timeout.ms=1000\n")
-    result = run_cli("list", "--bootstrap-server", "127.0.0.1:1", "--command-config", str(properties))
+    result = run_subscriptions_cli(
+        "list", "--bootstrap-server", "127.0.0.1:1", "--command-config", str(properties)
+    )
     assert result.returncode != 0
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1, result.stderr
@@ -58,7 +46,9 @@ def test_cli_unreachable_cluster_fails_with_one_line(tmp_path: Path) -> None:
 def test_cli_refuses_security_settings_kafka_python_cannot_honour(tmp_path: Path) -> None:
     properties = tmp_path / "java.properties"
     properties.write_text("security.protocol=SSL\nssl.truststore.location=/etc/truststore.jks\n")
-    result = run_cli("list", "--bootstrap-server", "127.0.0.1:1", "--command-config", str(properties))
+    result = run_subscriptions_cli(
+        "list", "--bootstrap-server", "127.0.0.1:1", "--command-config", str(properties)
+    )
     assert result.returncode == 2
     assert "connection extra 'ssl.truststore.location': is not supported" in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
@@ -131,7 +121,7 @@ def config_files(folder: Path) -> list[str]:
 def run_all(commands: list[list[str]]) -> list[subprocess.CompletedProcess[str]]:
     """Real ``kip714`` processes, a few at a time (each starts in about 0.3 s of CPU)."""
     with ThreadPoolExecutor(max_workers=4) as pool:
-        return list(pool.map(lambda argv: run_cli(*argv), commands))
+        return list(pool.map(lambda argv: run_subscriptions_cli(*argv), commands))
 
 
 def assert_one_line_refusal(argv: list[str], result: subprocess.CompletedProcess[str], names: str) -> None:
@@ -180,4 +170,4 @@ def test_bad_command_config_files_are_refused_with_one_line(tmp_path: Path) -> N
     ids=lambda argv: " ".join(argv)[:40],
 )
 def test_bad_combinations_are_refused_with_one_line(argv: list[str]) -> None:
-    assert_one_line_refusal(argv, run_cli(*argv), "")
+    assert_one_line_refusal(argv, run_subscriptions_cli(*argv), "")
