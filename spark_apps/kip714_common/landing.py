@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Collection, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from functools import reduce
 from operator import and_
+from typing import TypeVar
 
 from kip714_common.caching import cached
 from kip714_common.errors import SparkAppInputError
@@ -37,6 +38,7 @@ from pyspark.sql import functions as F
 
 DATAPOINTS_DIR = "datapoints"
 COMMITS_DIR = "_commits"
+_Listing = TypeVar("_Listing", bool, list[str])
 CHUNK_FILE = re.compile(r"^p(\d{5,})-(\d{20})-(\d{20})(\.[0-9a-f]{6,32})?\.parquet$")
 """The lander's commit markers (``airflow_provider_kip714.telemetry.landing_zone``): a data file
 ``<chunk>.<token>.parquet`` is landed only when ``_commits/<chunk>.<token>.commit`` exists."""
@@ -74,8 +76,34 @@ def path_exists(spark: SparkSession, path: str) -> bool:
     return session_files(spark).exists(path)
 
 
+def _zone_exists(spark: SparkSession, path: str) -> bool:
+    """``path_exists`` for a landing-zone path, answered once per run of several steps (``shared_reads``)."""
+    return _listed(("exists", path), lambda: path_exists(spark, path))
+
+
 def _names(spark: SparkSession, directory: str) -> list[str]:
-    return session_files(spark).names(directory)
+    """The visible file names of a landing-zone folder, listed once per run of several steps."""
+    return _listed(("names", directory), lambda: session_files(spark).names(directory))
+
+
+def _listed(key: tuple[str, str], list_now: Callable[[], _Listing]) -> _Listing:
+    """A landing-zone listing: within ``shared_reads`` the first answer stands for the whole run.
+
+    On Spark Connect every listing is a Spark job (``files.ConnectFiles``); a live cycle's steps asked
+    the same few folders (the markers, the hour folders) about 14 times, some 2 s of a 25 s cycle. One
+    answer per run also gives every step the same snapshot of the committed chunks.
+    """
+    shared = _SHARED
+    if shared is None:
+        return list_now()
+    # not ``shared.lock``: a shared read lists the zone while it holds that one
+    with shared.listing_lock:
+        known = shared.listings.get(key)
+    if known is None:
+        known = list_now()  # outside the lock: concurrent steps may list different folders at once
+        with shared.listing_lock:
+            known = shared.listings.setdefault(key, known)
+    return known
 
 
 def committed_datapoint_files(
@@ -88,7 +116,7 @@ def committed_datapoint_files(
     Parquet file was put there by something else (synthetic or copied data) and is read as before, and
     a zone without ``_commits/`` was not written by the lander at all.
     """
-    if not path_exists(spark, f"{input_root}/{COMMITS_DIR}"):
+    if not _zone_exists(spark, f"{input_root}/{COMMITS_DIR}"):
         return None
     committed = {name.removesuffix(".commit") for name in _names(spark, f"{input_root}/{COMMITS_DIR}")}
     chunks_from = _CHUNKS_FROM
@@ -171,7 +199,7 @@ point counts in the interval of its own time, so in exactly one of two consecuti
 def landed_hours(spark: SparkSession, input_root: str, start: datetime, end: datetime) -> DataFrame:
     """Committed rows of the ``date=/hour=`` folders covering ``[start, end)`` (lazy)."""
     root = f"{input_root}/{DATAPOINTS_DIR}"
-    if not path_exists(spark, root):
+    if not _zone_exists(spark, root):
         raise SparkAppInputError("--input", f"must be a landing zone root holding {DATAPOINTS_DIR}/", root)
     committed = committed_datapoint_files(spark, input_root, start, end)
     reader = spark.read.schema(DATAPOINT_SCHEMA).option("basePath", root)
@@ -320,6 +348,9 @@ class _SharedReads:
     persist: bool
     reads: dict[tuple[object, ...], LandedPoints]
     lock: threading.Lock = field(default_factory=threading.Lock)
+    listings: dict[tuple[str, str], bool | list[str]] = field(default_factory=dict)
+    """``_listed``'s answers: ("exists" | "names", landing-zone path) -> bool | names."""
+    listing_lock: threading.Lock = field(default_factory=threading.Lock)
 
 
 _SHARED: _SharedReads | None = None
@@ -331,6 +362,7 @@ def shared_reads(persist: bool = False) -> Iterator[None]:
 
     The rollups and broker-metrics steps read the same points: the second one then skips the names
     pass (one or two Spark jobs) and, with ``persist`` (small inputs), the scan and normalisation too.
+    Every step also takes the landing zone's listings (markers, hour folders) from the first (``_listed``).
     Scoped to the block: a later run reads the landing zone afresh (late records included). A persisted
     read is released with the run's other cached frames (``caching.run_caches``, around this block).
     """

@@ -1,0 +1,72 @@
+"""A pipeline run lists the landing zone once: every step takes the markers and hour folders from the first.
+
+On Spark Connect each listing is a Spark job (``files.ConnectFiles``); a live cycle's steps asked the same
+folders about 14 times. Within ``shared_reads`` (one pipeline run) the first answer stands; outside it,
+and in the next run, the zone is listed afresh, so a chunk committed after a run began is read by the next.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from kip714_common import landing
+from kip714_common.files import HadoopFiles
+
+from tests.support.fleet_landing import FleetShape, land_fleet
+
+pytestmark = pytest.mark.spark
+
+START = datetime(2026, 3, 2, 10, 20, tzinfo=UTC)
+END = datetime(2026, 3, 2, 11, 0, tzinfo=UTC)
+
+
+class CountingFiles(HadoopFiles):
+    """The real Hadoop listings, counted."""
+
+    calls: Counter[str] = Counter()
+
+    def exists(self, path: str) -> bool:
+        self.calls["exists"] += 1
+        return super().exists(path)
+
+    def names(self, directory: str) -> list[str]:
+        self.calls["names"] += 1
+        return super().names(directory)
+
+
+@pytest.mark.timeout(180)  # a deadlock fails here, not after the suite's 15 minutes
+def test_one_run_lists_the_zone_once_and_the_next_run_afresh(  # type: ignore[no-untyped-def]
+    tmp_path: Path, spark, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    zone = tmp_path / "landing"
+    land_fleet(zone, START, FleetShape(instances=20, duration_s=20))
+    monkeypatch.setattr(landing, "session_files", CountingFiles)
+    CountingFiles.calls.clear()
+
+    alone = landing.committed_datapoint_files(spark, str(zone), START, END)
+    listed_alone = sum(CountingFiles.calls.values())
+    assert alone and listed_alone >= 3  # markers exist, markers, the hour folder
+
+    CountingFiles.calls.clear()
+    with landing.shared_reads():
+        first = landing.committed_datapoint_files(spark, str(zone), START, END)
+        assert sum(CountingFiles.calls.values()) == listed_alone
+        # every read a step makes (a shared read lists the zone while it holds the shared reads' lock:
+        # a deadlock once)
+        landing.landed_hours(spark, str(zone), START, END)
+        landing.read_datapoints(spark, str(zone), START, END)
+        listed_once = sum(CountingFiles.calls.values())
+        landing.landed_hours(spark, str(zone), START, END)
+        assert landing.committed_datapoint_files(spark, str(zone), START, END) == first == alone
+        # a chunk committed while the run goes on is not seen by it...
+        land_fleet(zone, datetime(2026, 3, 2, 10, 40, tzinfo=UTC), FleetShape(instances=5, duration_s=4))
+        assert landing.committed_datapoint_files(spark, str(zone), START, END) == first
+        assert sum(CountingFiles.calls.values()) == listed_once  # listed nothing again
+
+    # ...and the next run reads it
+    with landing.shared_reads():
+        later = landing.committed_datapoint_files(spark, str(zone), START, END)
+    assert set(first) < set(later)
