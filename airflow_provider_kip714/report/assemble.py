@@ -182,9 +182,9 @@ def identities_of(frames: Sequence[pd.DataFrame]) -> dict[str, dict[str, str]]:
     rows = pd.concat(parts, ignore_index=True)
     rows = rows.where(rows.isna(), rows.astype(str))
     rows["client_instance_id"] = rows["client_instance_id"].astype(str)
-    by_instance = rows.mask(rows == "").groupby("client_instance_id", sort=False)
-    found = by_instance.first()  # first non-null per column
-    empty = (rows == "").groupby(rows["client_instance_id"], sort=False).any().reindex(found.index)
+    instances = rows.pop("client_instance_id")
+    found = rows.mask(rows == "").groupby(instances, sort=False).first()  # first non-null per column
+    empty = (rows == "").groupby(instances, sort=False).any().reindex(found.index)
     found = found.mask(found.isna() & empty[found.columns], "")
     identities: dict[str, dict[str, str]] = {}
     for instance, values in zip(found.index, found.to_dict("records"), strict=True):

@@ -9,25 +9,14 @@ import pytest
 import rollups
 from pyspark.sql import functions as F
 
+from spark_apps.package import application_args
 from tests.spark import scenarios
 
 pytestmark = pytest.mark.spark
 
 
 def _run(landing: Path, output: Path, start: str, end: str, spark, bucket: str = "1m"):  # type: ignore[no-untyped-def]
-    argv = [
-        "--input",
-        str(landing),
-        "--output",
-        str(output),
-        "--start",
-        start,
-        "--end",
-        end,
-        "--bucket",
-        bucket,
-    ]
-    return rollups.run(argv, spark)
+    return rollups.run(application_args(str(landing), str(output), start, end, bucket), spark)
 
 
 def test_cumulative_counter_reset_counts_from_restart_and_lookback_differences_first_point(spark, tmp_path):

@@ -503,6 +503,10 @@ def test_identities_take_each_column_from_the_first_frame_that_has_it() -> None:
     }
     assert list(identities_of([anomalies, rollups])) == ["a", "b"]
     assert identities_of([pd.DataFrame({"client_id": ["x"]})]) == {}
+    assert identities_of([pd.DataFrame({"client_instance_id": ["", "c"], "client_id": [None, "<b>\n"]})]) == {
+        "": {"client_instance_id": ""},  # an empty instance id is still an instance (as before)
+        "c": {"client_instance_id": "c", "client_id": "<b>\n"},
+    }
 
 
 def test_instance_attribute_reads_the_map_column_of_every_row(tmp_path: Path) -> None:
