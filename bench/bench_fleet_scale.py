@@ -112,8 +112,8 @@ async def _subscribe(instance: Instance) -> None:
     instance.subscription_id = int(response.subscription_id)
 
 
-async def _push(instance: Instance, payload: bytes, terminating: bool, report: LoadReport) -> None:
-    started = time.perf_counter()
+async def push_telemetry(instance: Instance, payload: bytes, terminating: bool) -> ErrorCode:
+    """One PushTelemetry (uncompressed) under the instance's subscription; the broker's answer."""
     response = await instance.connection.send(
         PushTelemetryRequest(
             client_instance_id=instance.instance_id,
@@ -124,12 +124,18 @@ async def _push(instance: Instance, payload: bytes, terminating: bool, report: L
         ),
         PushTelemetryResponse,
     )
+    return response.error_code
+
+
+async def _push(instance: Instance, payload: bytes, terminating: bool, report: LoadReport) -> None:
+    started = time.perf_counter()
+    answer = await push_telemetry(instance, payload, terminating)
     report.latencies_ms.append((time.perf_counter() - started) * 1000)
-    report.answers[response.error_code.name] += 1
-    if response.error_code is ErrorCode.none:
+    report.answers[answer.name] += 1
+    if answer is ErrorCode.none:
         report.accepted += 1
         report.last_accepted_wall = time.time()
-    elif response.error_code is ErrorCode.unknown_subscription_id:
+    elif answer is ErrorCode.unknown_subscription_id:
         await _subscribe(instance)  # what a real client does: ask again, push at the next interval
 
 

@@ -76,11 +76,15 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 
-from bench_fleet_scale import CLIENT_ID_PREFIX, Instance, Payloads, _open, _subscribe  # noqa: E402
+from bench_fleet_scale import (  # noqa: E402
+    CLIENT_ID_PREFIX,
+    Instance,
+    Payloads,
+    _open,
+    _subscribe,
+    push_telemetry,
+)
 from kio.schema.errors import ErrorCode  # noqa: E402
-from kio.schema.push_telemetry.v0.request import PushTelemetryRequest  # noqa: E402
-from kio.schema.push_telemetry.v0.response import PushTelemetryResponse  # noqa: E402
-from kio.static.primitive import i8, i32  # noqa: E402
 from kip714_dev.local_kafka.cluster_factory import LocalKafkaClusterFactory  # noqa: E402
 from kip714_dev.signals import exit_on_sigterm  # noqa: E402
 
@@ -140,19 +144,10 @@ def interval_at(schedule: list[tuple[float, float]], elapsed: float) -> float:
 
 
 async def _push(instance: Instance, payload: bytes, terminating: bool) -> ErrorCode:
-    response = await instance.connection.send(
-        PushTelemetryRequest(
-            client_instance_id=instance.instance_id,
-            subscription_id=i32(instance.subscription_id),
-            terminating=terminating,
-            compression_type=i8(0),
-            metrics=payload,
-        ),
-        PushTelemetryResponse,
-    )
-    if response.error_code is ErrorCode.unknown_subscription_id:
+    answer = await push_telemetry(instance, payload, terminating)
+    if answer is ErrorCode.unknown_subscription_id:
         await _subscribe(instance)  # as a real client does: ask again, push at the next interval
-    return response.error_code
+    return answer
 
 
 async def _run_load(

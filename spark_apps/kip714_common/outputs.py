@@ -133,7 +133,8 @@ context variable would not reach."""
 
 @contextmanager
 def without_read_back() -> Iterator[None]:
-    """Within the block, ``summarise_written`` names the path only and reads nothing back.
+    """Within the block, ``summarise_written`` names the path only and reads nothing back, and the
+    rollups step leaves out its summary's landing counts (``landing.landing_counts``).
 
     A live cycle (``pipeline.py --no-read-back``) reads its tables itself right after the pipeline, and
     each read-back is a Spark job of its own: seven per cycle, about 3 s of a cycle's wall time on a
@@ -144,6 +145,11 @@ def without_read_back() -> Iterator[None]:
         yield
     finally:
         _READ_BACK = previous
+
+
+def reads_back() -> bool:
+    """False within ``without_read_back``: a step then also skips the other summary-only passes."""
+    return _READ_BACK
 
 
 def summarise_written(

@@ -95,3 +95,24 @@ def test_one_session_writes_every_steps_tables(tmp_path: Path, spark, capsys) ->
     rolled = {r["metric_name"] for r in spark.read.parquet(str(output / "rollups")).collect()}
     (area.root / "landing").symlink_to(FIXTURE)
     assert landed_client_metric_names(area) == sorted(rolled)
+
+
+def test_a_live_cycle_writes_the_same_rows_and_reads_nothing_back_for_its_summary(  # type: ignore[no-untyped-def]
+    tmp_path: Path, spark
+) -> None:
+    """``--no-read-back`` (``kip714_live``): the same tables, without the summary's read-backs and landing
+    counts, Spark jobs whose only reader is a summary line nobody reads every cycle."""
+    steps = ("--steps", "rollups,anomalies", "--rules", str(RULES), "--history", "1h")
+    full = pipeline.run(_argv(FIXTURE, tmp_path / "full", *steps), spark)
+    live = pipeline.run(_argv(FIXTURE, tmp_path / "live", *steps, "--no-read-back"), spark)
+    assert full["rollups"].notes and live["rollups"].notes == {}  # type: ignore[attr-defined]
+    assert full["rollups"].tables["rollups"]["rows"] > 0  # type: ignore[attr-defined]
+    assert live["rollups"].tables["rollups"]["rows"] is None  # type: ignore[attr-defined]
+    for table in ("rollups", "anomalies"):
+        written = [
+            sorted(json.dumps(r.asDict(recursive=True), sort_keys=True, default=str) for r in rows)
+            for rows in (
+                spark.read.parquet(str(tmp_path / run / table)).collect() for run in ("full", "live")
+            )
+        ]
+        assert written[0] == written[1] and written[0], table
