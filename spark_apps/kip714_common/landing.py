@@ -228,8 +228,12 @@ def folders_of(spark: SparkSession, files: list[str]) -> tuple[list[str], list[s
     for path in files:
         folder, name = path.rsplit("/", 1)
         wanted.setdefault(folder, set()).add(name)
+    # listed now, never from a run's earlier listing (``_listed``): Spark lists the folders again when it
+    # reads them, and a file that appeared since (a chunk staged but not committed yet, or committed
+    # after this run took its snapshot of the markers) must be on this list to stay out of the read
+    listed = session_files(spark)
     left_out = sorted(
-        {name for folder, names in wanted.items() for name in _names(spark, folder) if name not in names}
+        {name for folder, names in wanted.items() for name in listed.names(folder) if name not in names}
     )
     return list(wanted), left_out
 

@@ -15,7 +15,12 @@ import pytest
 from kip714_common import landing
 from kip714_common.files import HadoopFiles
 
+from airflow_provider_kip714.contract.topic import DEFAULT_TELEMETRY_TOPIC
+from airflow_provider_kip714.decoding.records import TopicRecord
+from airflow_provider_kip714.telemetry.landing_stage import stage_records
+from airflow_provider_kip714.telemetry.landing_zone import LandingZone
 from tests.support.fleet_landing import FleetShape, land_fleet
+from tests.unit.otlp_payloads import client_headers, producer_like_payload
 
 pytestmark = pytest.mark.spark
 
@@ -33,11 +38,24 @@ class CountingFiles(HadoopFiles):
         return super().exists(path)
 
     def names(self, directory: str) -> list[str]:
-        self.calls["names"] += 1
+        self.calls["names:_commits" if directory.endswith("/_commits") else "names"] += 1
         return super().names(directory)
 
 
 @pytest.mark.timeout(180)  # a deadlock fails here, not after the suite's 15 minutes
+def stage_uncommitted(zone: Path) -> None:
+    """A chunk's data files in the hour folder without its marker: being written, or left by a crash."""
+    lander = LandingZone(str(zone), DEFAULT_TELEMETRY_TOPIC, fsync=False)
+    late = int(datetime(2026, 3, 2, 10, 45, tzinfo=UTC).timestamp() * 1000)
+    payload = producer_like_payload(10, seed=3, time_ns=late * 1_000_000)
+    records = [
+        TopicRecord(DEFAULT_TELEMETRY_TOPIC, 7, 50_000 + k, late, b"x", client_headers(), payload)
+        for k in range(3)
+    ]
+    with lander.lock():
+        stage_records(lander, "otlp_proto", records)
+
+
 def test_one_run_lists_the_zone_once_and_the_next_run_afresh(  # type: ignore[no-untyped-def]
     tmp_path: Path, spark, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -56,15 +74,18 @@ def test_one_run_lists_the_zone_once_and_the_next_run_afresh(  # type: ignore[no
         assert sum(CountingFiles.calls.values()) == listed_alone
         # every read a step makes (a shared read lists the zone while it holds the shared reads' lock:
         # a deadlock once)
-        landing.landed_hours(spark, str(zone), START, END)
+        rows = landing.landed_hours(spark, str(zone), START, END).count()
         landing.read_datapoints(spark, str(zone), START, END)
-        listed_once = sum(CountingFiles.calls.values())
-        landing.landed_hours(spark, str(zone), START, END)
-        assert landing.committed_datapoint_files(spark, str(zone), START, END) == first == alone
-        # a chunk committed while the run goes on is not seen by it...
+        markers_listed = CountingFiles.calls["names:_commits"]
+        assert markers_listed == 1
+        # chunks that appear while the run goes on: one committed, one staged but not committed
         land_fleet(zone, datetime(2026, 3, 2, 10, 40, tzinfo=UTC), FleetShape(instances=5, duration_s=4))
-        assert landing.committed_datapoint_files(spark, str(zone), START, END) == first
-        assert sum(CountingFiles.calls.values()) == listed_once  # listed nothing again
+        stage_uncommitted(zone)
+        assert landing.committed_datapoint_files(spark, str(zone), START, END) == first == alone
+        # ...the run reads neither: its snapshot of the markers says which files, and the hour folder is
+        # listed afresh for what to leave out, so the new files are left out too
+        assert landing.landed_hours(spark, str(zone), START, END).count() == rows
+        assert CountingFiles.calls["names:_commits"] == markers_listed
 
     # ...and the next run reads it
     with landing.shared_reads():
