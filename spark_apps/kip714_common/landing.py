@@ -366,7 +366,7 @@ def shared_reads(persist: bool = False) -> Iterator[None]:
 
     The rollups and broker-metrics steps read the same points: the second one then skips the names
     pass (one or two Spark jobs) and, with ``persist`` (small inputs), the scan and normalisation too.
-    Every step also takes the landing zone's listings (markers, hour folders) from the first (``_listed``).
+    Every step also takes the markers' listing and the committed files from the first (``_listed``).
     Scoped to the block: a later run reads the landing zone afresh (late records included). A persisted
     read is released with the run's other cached frames (``caching.run_caches``, around this block).
     """
