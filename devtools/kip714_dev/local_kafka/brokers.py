@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
@@ -28,6 +29,7 @@ from kip714_dev.local_kafka.launcher import (
     StopOutcome,
     abandon,
     await_ready,
+    broker_answers,
     broker_status,
     launch_broker,
     new_cluster_id,
@@ -106,11 +108,27 @@ def start_cluster(
     try:
         for member in members:
             launched.append(launch_broker(member, repair_cache=repair_cache, cluster_id=cluster_id))
-        return [await_ready(node, ready_timeout_s) for node in launched]
+        started = [await_ready(node, ready_timeout_s) for node in launched]
+        if len(members) > 1:
+            _await_formed(members, ready_timeout_s)
+        return started
     except BaseException:
         for node in launched:
             abandon(node)
         raise
+
+
+def _await_formed(members: Sequence[BrokerSettings], timeout_s: float) -> None:
+    """Wait until every node's metadata lists every node: a node answers for itself as soon as it has
+    registered, while its image of the others can still lag (a client then sees 2 brokers of 3)."""
+    node_ids = [member.node_id for member in members]
+    deadline = time.monotonic() + timeout_s
+    while not all(broker_answers(member, peers=node_ids) for member in members):
+        if time.monotonic() >= deadline:
+            raise LocalKafkaError(
+                f"the cluster did not form within {timeout_s:.0f} s: not every node lists nodes {node_ids}"
+            )
+        time.sleep(0.5)
 
 
 def cluster_status(root: Path) -> list[tuple[Path, LocalKafkaState | None]]:

@@ -16,6 +16,7 @@ import subprocess
 import time
 import uuid
 from base64 import urlsafe_b64encode
+from collections.abc import Collection
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -185,8 +186,9 @@ def format_storage_once(
     return True
 
 
-def broker_answers(settings: BrokerSettings, timeout_s: float = 3.0) -> bool:
-    """True when the broker serves a metadata request that lists itself (a real Kafka client call)."""
+def broker_answers(settings: BrokerSettings, timeout_s: float = 3.0, peers: Collection[int] = ()) -> bool:
+    """True when the broker serves a metadata request that lists itself and ``peers`` (a real Kafka
+    client call): a node is ready alone, a cluster once every node's metadata lists every node."""
     if not accepts_connections(settings.port):
         return False
     from confluent_kafka.admin import AdminClient  # imported late: only needed once a JVM runs
@@ -203,7 +205,7 @@ def broker_answers(settings: BrokerSettings, timeout_s: float = 3.0) -> bool:
         metadata = admin.list_topics(timeout=timeout_s)
     except Exception:  # KafkaException while the broker is still starting
         return False
-    if settings.node_id not in metadata.brokers:
+    if not {settings.node_id, *peers} <= set(metadata.brokers):
         return False
     return settings.sasl_bootstrap_servers is None or accepts_connections(settings.sasl_port)
 
