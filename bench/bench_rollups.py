@@ -16,9 +16,10 @@ second Spark pass at the largest size. Targets: Spark <= 3 x DuckDB at 10M; Spar
 The fleet-shaped case (``--fleet``, on by default): the zone ``bench_fleet_scale.py`` lands, built by
 ``tests/support/fleet_landing.py`` through the lander's own staging path (10,000 instances for 5
 minutes: about 1,000 files of 2 s chunks, 4.8M points of which 1.9M are the brokers' per-instance
-cumulative counters and histograms). The rollups app runs on it in the same session, alternating with
-the synthetic rollups of the largest size; it prints both rates (points/s, wall and the JVM's CPU
-seconds) and their ratio. Target: the fleet's rate within 2x of the synthetic one.
+cumulative counters and histograms). The pipeline's rollups step runs on it in the same session, as the
+DAGs run it (its small-input settings chosen by the bytes it reads), alternating with the synthetic
+rollups of the largest size; it prints both rates (points/s, wall and the JVM's CPU seconds) and their
+ratio. Target: the fleet's rate within 2x of the synthetic one.
 
     .venv/bin/python bench/bench_rollups.py                # 1M and 10M (generates ~0.5 GB under --data)
     .venv/bin/python bench/bench_rollups.py --sizes 1000000
@@ -239,13 +240,22 @@ class JvmCpu:
 
 
 def run_rollups_only(spark, landing: Path, out: Path, cpu: JvmCpu) -> tuple[float, float, int]:  # type: ignore[no-untyped-def]
-    """The rollups app alone over the hour: (wall s, JVM CPU s, points rolled up)."""
-    import rollups
+    """The pipeline's rollups step alone over the hour, as the DAGs run it (``pipeline.py --steps
+    rollups``: its choice of small-input settings by the bytes it reads included): (wall s, JVM CPU s,
+    points rolled up). The session's settings are put back before each run, as in a fresh application."""
+    import pipeline
+    from kip714_common.session import SMALL_INPUT_CONF
 
+    for key in SMALL_INPUT_CONF:
+        launched = spark.sparkContext.getConf().get(key)
+        if launched is None:
+            spark.conf.unset(key)
+        else:
+            spark.conf.set(key, launched)
     shutil.rmtree(out, ignore_errors=True)
     common = ["--input", str(landing), "--output", str(out), "--start", WINDOW[0], "--end", WINDOW[1]]
     cpu_before, began = cpu.seconds(), time.perf_counter()
-    rollups.run(common, spark)
+    pipeline.run([*common, "--steps", "rollups"], spark)
     wall, used = time.perf_counter() - began, cpu.seconds() - cpu_before
     rolled = duckdb.sql(f"SELECT sum(count) FROM read_parquet('{out}/rollups/*/*/*.parquet')").fetchall()
     points = rolled[0][0]

@@ -242,12 +242,13 @@ def run(argv: Sequence[str] | None = None, spark: SparkSession | None = None) ->
         if spark is None:
             spark = own = session(planned.remote)
     try:
-        with timer.phase("size_input"):
-            size = landed_bytes(spark, common.input, common.read_start, common.interval.end + LATE_GRACE)
-            small = tune_for_input(spark, size)
-        emit({"step": APP_NAME, "phase": "input", "bytes": size, "small_input_conf": small})
         read_back = nullcontext() if planned.read_back else without_read_back()
-        with run_caches(), shared_reads(persist=small), chunk_selection(planned.chunks_from), read_back:
+        with run_caches(), chunk_selection(planned.chunks_from), shared_reads() as reads, read_back:
+            with timer.phase("size_input"):
+                # the bytes this run reads (a live cycle: its recent chunks), listed once for every step
+                size = landed_bytes(spark, common.input, common.read_start, common.interval.end + LATE_GRACE)
+                reads.persist = tune_for_input(spark, size)
+            emit({"step": APP_NAME, "phase": "input", "bytes": size, "small_input_conf": reads.persist})
             summaries = run_chains(spark, planned.steps, timer, planned.concurrency)
         # wall time: concurrent steps overlap, so the phases' sum would overstate it
         emit(

@@ -1,12 +1,12 @@
 """The files of the landing zone and of the outputs, through the storage the session itself reads.
 
-An app asks four questions of storage: does a path exist, which files does a folder hold, how many
-bytes are under a folder, and clear an output partition before a rerun writes it. A classic session
-(``spark-submit``) answers them with Hadoop's ``FileSystem`` in its own driver JVM, so ``s3a://``,
-``hdfs://`` and local paths all work. A Spark Connect session has no JVM on this side: it asks the
-server, listing with the ``binaryFile`` source (paths and lengths only; Spark reads a file's content
-only when the ``content`` column is selected) and clearing a partition by overwriting it with no rows.
-``session_files`` picks the right one, so no app needs to know which session it runs in.
+An app asks four questions of storage: does a path exist, which files (with their bytes) does a folder
+hold, how many bytes are under a folder, and clear an output partition before a rerun writes it. A
+classic session (``spark-submit``) answers them with Hadoop's ``FileSystem`` in its own driver JVM, so
+``s3a://``, ``hdfs://`` and local paths all work. A Spark Connect session has no JVM on this side: it
+asks the server, listing with the ``binaryFile`` source (paths and lengths only; Spark reads a file's
+content only when the ``content`` column is selected) and clearing a partition by overwriting it with no
+rows. ``session_files`` picks the right one, so no app needs to know which session it runs in.
 """
 
 from __future__ import annotations
@@ -22,12 +22,16 @@ from pyspark.sql.types import StructType
 class SessionFiles(Protocol):
     def exists(self, path: str) -> bool: ...
 
-    def names(self, directory: str) -> list[str]:
-        """Names of the visible files directly in ``directory`` ([] when it does not exist).
+    def sizes(self, directory: str) -> dict[str, int]:
+        """Name -> bytes of the visible files directly in ``directory`` ({} when it does not exist).
 
         Visible: not starting with ``.`` or ``_`` (temp files, checksums, ``_SUCCESS``), which Spark's
         own file listing never returns either.
         """
+        ...
+
+    def names(self, directory: str) -> list[str]:
+        """The names of ``sizes``."""
         ...
 
     def size(self, directory: str) -> int:
@@ -64,12 +68,16 @@ class HadoopFiles:
         filesystem, hadoop_path = self._resolve(path)
         return bool(filesystem.exists(hadoop_path))
 
-    def names(self, directory: str) -> list[str]:
+    def sizes(self, directory: str) -> dict[str, int]:
         filesystem, path = self._resolve(directory)
         if not filesystem.exists(path):
-            return []
-        names = [status.getPath().getName() for status in filesystem.listStatus(path) if status.isFile()]
-        return [name for name in names if not name.startswith((".", "_"))]
+            return {}
+        files = [status for status in filesystem.listStatus(path) if status.isFile()]
+        listed = {status.getPath().getName(): int(status.getLen()) for status in files}
+        return {name: size for name, size in listed.items() if not name.startswith((".", "_"))}
+
+    def names(self, directory: str) -> list[str]:
+        return list(self.sizes(directory))
 
     def size(self, directory: str) -> int:
         filesystem, path = self._resolve(directory)
@@ -101,15 +109,18 @@ class ConnectFiles:
     def exists(self, path: str) -> bool:
         return self._listing(path, limit=1) is not None
 
-    def names(self, directory: str) -> list[str]:
+    def sizes(self, directory: str) -> dict[str, int]:
         listed = self._listing(directory) or []
         folder = _without_scheme(directory)
         # the server spells paths in full (file:/..., s3a://...): keep the files directly in the folder
-        return [
-            name
-            for parent, name in (path.rsplit("/", 1) for path, _ in listed)
+        return {
+            name: length
+            for (parent, name), length in ((path.rsplit("/", 1), length) for path, length in listed)
             if _without_scheme(parent) == folder
-        ]
+        }
+
+    def names(self, directory: str) -> list[str]:
+        return list(self.sizes(directory))
 
     def size(self, directory: str) -> int:
         return sum(length for _, length in self._listing(directory) or [])

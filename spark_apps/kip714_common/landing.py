@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Callable, Collection, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -38,7 +38,7 @@ from pyspark.sql import functions as F
 
 DATAPOINTS_DIR = "datapoints"
 COMMITS_DIR = "_commits"
-_Listing = TypeVar("_Listing", bool, list[str])
+_Listing = TypeVar("_Listing", bool, dict[str, int])
 CHUNK_FILE = re.compile(r"^p(\d{5,})-(\d{20})-(\d{20})(\.[0-9a-f]{6,32})?\.parquet$")
 """The lander's commit markers (``airflow_provider_kip714.telemetry.landing_zone``): a data file
 ``<chunk>.<token>.parquet`` is landed only when ``_commits/<chunk>.<token>.commit`` exists."""
@@ -81,9 +81,9 @@ def _zone_exists(spark: SparkSession, path: str) -> bool:
     return _listed(("exists", path), lambda: path_exists(spark, path))
 
 
-def _names(spark: SparkSession, directory: str) -> list[str]:
-    """The visible file names of a landing-zone folder, listed once per run of several steps."""
-    return _listed(("names", directory), lambda: session_files(spark).names(directory))
+def _sizes(spark: SparkSession, directory: str) -> dict[str, int]:
+    """The visible files of a landing-zone folder and their bytes, listed once per run of several steps."""
+    return _listed(("sizes", directory), lambda: session_files(spark).sizes(directory))
 
 
 def _listed(key: tuple[str, str], list_now: Callable[[], _Listing]) -> _Listing:
@@ -108,8 +108,9 @@ def _listed(key: tuple[str, str], list_now: Callable[[], _Listing]) -> _Listing:
 
 def committed_datapoint_files(
     spark: SparkSession, input_root: str, start: datetime, end: datetime
-) -> list[str] | None:
-    """The committed data files of the hours ``[start, end)`` touches; ``None`` for a zone without markers.
+) -> dict[str, int] | None:
+    """Path -> bytes of the committed data files of the hours ``[start, end)`` touches (the chunks
+    ``chunk_selection`` selects); ``None`` for a zone without markers.
 
     Listing the markers and the hour folders (never a folder glob) keeps a chunk that is being written,
     or was left by a crash, out of every read. Only chunk files (``CHUNK_FILE``) need a marker: any other
@@ -118,13 +119,13 @@ def committed_datapoint_files(
     """
     if not _zone_exists(spark, f"{input_root}/{COMMITS_DIR}"):
         return None
-    committed = {name.removesuffix(".commit") for name in _names(spark, f"{input_root}/{COMMITS_DIR}")}
+    committed = {name.removesuffix(".commit") for name in _sizes(spark, f"{input_root}/{COMMITS_DIR}")}
     chunks_from = _CHUNKS_FROM
-    files = []
+    files = {}
     hour = start.replace(minute=0, second=0, microsecond=0)
     while hour < end:
         folder = f"{input_root}/{DATAPOINTS_DIR}/date={hour:%Y-%m-%d}/hour={hour.hour:02d}"
-        for name in sorted(_names(spark, folder)):
+        for name, size in sorted(_sizes(spark, folder).items()):
             chunk_file = CHUNK_FILE.match(name) is not None
             hidden = name.startswith((".", "_"))  # temp files, Spark's own markers
             if (
@@ -133,7 +134,7 @@ def committed_datapoint_files(
                 and (not chunk_file or name.removesuffix(".parquet") in committed)
                 and (not chunk_file or chunks_from is None or _chunk_selected(name, chunks_from))
             ):
-                files.append(f"{folder}/{name}")
+                files[f"{folder}/{name}"] = size
         hour += timedelta(hours=1)
     return files
 
@@ -215,7 +216,7 @@ def landed_hours(spark: SparkSession, input_root: str, start: datetime, end: dat
     return hours.where(hour_partition_filter(start, end))
 
 
-def folders_of(spark: SparkSession, files: list[str]) -> tuple[list[str], list[str]]:
+def folders_of(spark: SparkSession, files: Iterable[str]) -> tuple[list[str], list[str]]:
     """The folders holding ``files``, and the names of the other files in them (to leave out of a read).
 
     Spark reads the folders, not the files: a follow-mode landing cuts a chunk every few seconds, so an
@@ -238,8 +239,15 @@ def folders_of(spark: SparkSession, files: list[str]) -> tuple[list[str], list[s
     return list(wanted), left_out
 
 
-def landed_bytes(spark: SparkSession, input_root: str, start: datetime, end: datetime) -> int | None:
-    """Parquet bytes in the ``datapoints/`` hour folders of ``[start, end)``; None when it cannot tell."""
+def landed_bytes(spark: SparkSession, input_root: str, start: datetime, end: datetime) -> int:
+    """Parquet bytes a run over ``[start, end)`` reads: its committed (and, within ``chunk_selection``,
+    selected) data files; every file of the hour folders in a zone without markers.
+
+    What the run reads, not what the hours hold: a live cycle reads the chunks of its last minutes, while
+    its hour folder grows all hour."""
+    committed = committed_datapoint_files(spark, input_root, start, end)
+    if committed is not None:
+        return sum(committed.values())
     hour = start.replace(minute=0, second=0, microsecond=0)
     folders = []
     while hour < end:
@@ -348,20 +356,21 @@ def run_clients(frame: DataFrame, selection: RunSelection) -> DataFrame:
 
 
 @dataclass
-class _SharedReads:
+class SharedReads:
     persist: bool
+    """Whether a shared read is persisted: set once the run knows its input is small (``pipeline.py``)."""
     reads: dict[tuple[object, ...], LandedPoints]
     lock: threading.Lock = field(default_factory=threading.Lock)
-    listings: dict[tuple[str, str], bool | list[str]] = field(default_factory=dict)
-    """``_listed``'s answers: ("exists" | "names", landing-zone path) -> bool | names."""
+    listings: dict[tuple[str, str], bool | dict[str, int]] = field(default_factory=dict)
+    """``_listed``'s answers: ("exists" | "sizes", landing-zone path) -> bool | file name -> bytes."""
     listing_lock: threading.Lock = field(default_factory=threading.Lock)
 
 
-_SHARED: _SharedReads | None = None
+_SHARED: SharedReads | None = None
 
 
 @contextmanager
-def shared_reads(persist: bool = False) -> Iterator[None]:
+def shared_reads(persist: bool = False) -> Iterator[SharedReads]:
     """Within one run of several steps, steps reading the same interval share one read.
 
     The rollups and broker-metrics steps read the same points: the second one then skips the names
@@ -371,9 +380,9 @@ def shared_reads(persist: bool = False) -> Iterator[None]:
     read is released with the run's other cached frames (``caching.run_caches``, around this block).
     """
     global _SHARED
-    previous, _SHARED = _SHARED, _SharedReads(persist, {})
+    previous, _SHARED = _SHARED, SharedReads(persist, {})
     try:
-        yield
+        yield _SHARED
     finally:
         _SHARED = previous
 

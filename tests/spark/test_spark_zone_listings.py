@@ -37,9 +37,9 @@ class CountingFiles(HadoopFiles):
         self.calls["exists"] += 1
         return super().exists(path)
 
-    def names(self, directory: str) -> list[str]:
-        self.calls["names:_commits" if directory.endswith("/_commits") else "names"] += 1
-        return super().names(directory)
+    def sizes(self, directory: str) -> dict[str, int]:
+        self.calls["listed:_commits" if directory.endswith("/_commits") else "listed"] += 1
+        return super().sizes(directory)
 
 
 @pytest.mark.timeout(180)  # a deadlock fails here, not after the suite's 15 minutes
@@ -76,7 +76,7 @@ def test_one_run_lists_the_zone_once_and_the_next_run_afresh(  # type: ignore[no
         # a deadlock once)
         rows = landing.landed_hours(spark, str(zone), START, END).count()
         landing.read_datapoints(spark, str(zone), START, END)
-        markers_listed = CountingFiles.calls["names:_commits"]
+        markers_listed = CountingFiles.calls["listed:_commits"]
         assert markers_listed == 1
         # chunks that appear while the run goes on: one committed, one staged but not committed
         land_fleet(zone, datetime(2026, 3, 2, 10, 40, tzinfo=UTC), FleetShape(instances=5, duration_s=4))
@@ -85,9 +85,40 @@ def test_one_run_lists_the_zone_once_and_the_next_run_afresh(  # type: ignore[no
         # ...the run reads neither: its snapshot of the markers says which files, and the hour folder is
         # listed afresh for what to leave out, so the new files are left out too
         assert landing.landed_hours(spark, str(zone), START, END).count() == rows
-        assert CountingFiles.calls["names:_commits"] == markers_listed
+        assert CountingFiles.calls["listed:_commits"] == markers_listed
 
     # ...and the next run reads it
     with landing.shared_reads():
         later = landing.committed_datapoint_files(spark, str(zone), START, END)
     assert set(first) < set(later)
+
+
+def test_a_run_is_sized_by_the_chunks_it_reads_not_by_its_hour_folders(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """``landed_bytes`` (the pipeline's choice of small-input settings): the committed chunks' bytes, and
+    within ``chunk_selection`` (a live cycle) only the selected chunks', never a chunk without its marker."""
+    zone = tmp_path / "landing"
+    land_fleet(zone, START, FleetShape(instances=20, duration_s=20))
+    stage_uncommitted(zone)
+    folder = zone / "datapoints" / "date=2026-03-02" / "hour=10"
+    on_disk = {path.name: path.stat().st_size for path in folder.glob("*.parquet")}
+    markers = {path.name.removesuffix(".commit") for path in (zone / "_commits").glob("*.commit")}
+    committed = {name: size for name, size in on_disk.items() if name.removesuffix(".parquet") in markers}
+    assert 0 < len(committed) < len(on_disk)  # the uncommitted chunk is in the folder
+
+    assert landing.landed_bytes(spark, str(zone), START, END) == sum(committed.values())
+
+    def partition_and_last_offset(name: str) -> tuple[int, int]:
+        found = landing.CHUNK_FILE.match(name)
+        assert found is not None, name
+        return int(found.group(1)), int(found.group(3))
+
+    last_offsets = sorted(last for part, last in map(partition_and_last_offset, committed) if part == 0)
+    cut = last_offsets[len(last_offsets) // 2]  # partition 0 from its middle chunk; the others whole
+    selected = {
+        name: size
+        for name, size in committed.items()
+        if partition_and_last_offset(name)[0] != 0 or partition_and_last_offset(name)[1] >= cut
+    }
+    with landing.chunk_selection({0: cut}):
+        sized = landing.landed_bytes(spark, str(zone), START, END)
+    assert sized == sum(selected.values()) < sum(committed.values())
