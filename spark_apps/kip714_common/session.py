@@ -66,9 +66,9 @@ Interpreted, each point costs about 28 us of CPU more than with generated code (
 warm JVM: 4.8M fleet points 200 s against 67 s, 10M synthetic points 310 s against 33 s); generated code
 costs its compiles once per run. The whole pipeline in a fresh ``PERFORMANCE_CONF`` JVM breaks even near
 1M points: on fleet-shaped zones 154 s against 189 s of CPU at 0.48M points (11 MB), 259 s against 241 s
-at 1.44M points (19 MB) (``docs/spark-apps.md``). Landed points take 9-34 bytes each (a fleet's repeated
-values, the demo's real clients 17, random synthetic values 34), so 16 MB is 0.5-1.8M points. The
-former 256 MB ran 4.8M fleet points (45 MB) interpreted, at 3x the CPU."""
+at 1.44M points (19 MB) (``docs/spark-apps.md``). Landed points take 9-34 bytes each (a fleet's
+repeated values 9-24, denser as it grows; the demo's real clients 17; random synthetic values 34), so
+16 MB is 0.5-1.8M points. The former 256 MB ran 4.8M fleet points (45 MB) interpreted, at 3x the CPU."""
 SMALL_INPUT_CONF = {
     # interpreted expressions and operators: Janino compiled ~280 classes (12-50 s of CPU on a loaded
     # 2-core machine) to process 11k points; interpreted, the same queries need ~20 compiles

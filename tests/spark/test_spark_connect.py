@@ -104,6 +104,7 @@ def test_connect_and_hadoop_answer_the_same_storage_questions(
         ],
         "size": [str(FIXTURE / "datapoints"), str(tmp_path / "missing")],
     }
+    questions["sizes"] = questions["names"]  # names and bytes: what sizes a run (landing.landed_bytes)
     script = (
         "import json, sys\n"
         "from pyspark.sql import SparkSession\n"
@@ -130,6 +131,8 @@ def test_connect_and_hadoop_answer_the_same_storage_questions(
     local["names"] = [sorted(names) for names in local["names"]]
     assert over_connect == local
     assert local["exists"] == [True, False] and local["names"][0] and local["size"][0] > 0
+    hour_files = local["sizes"][0]
+    assert sorted(hour_files) == local["names"][0] and all(size > 0 for size in hour_files.values())
 
 
 def test_a_client_whose_server_is_gone_gives_up_within_a_minute(tmp_path: Path, spark) -> None:  # type: ignore[no-untyped-def]

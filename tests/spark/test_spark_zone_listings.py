@@ -42,7 +42,6 @@ class CountingFiles(HadoopFiles):
         return super().sizes(directory)
 
 
-@pytest.mark.timeout(180)  # a deadlock fails here, not after the suite's 15 minutes
 def stage_uncommitted(zone: Path) -> None:
     """A chunk's data files in the hour folder without its marker: being written, or left by a crash."""
     lander = LandingZone(str(zone), DEFAULT_TELEMETRY_TOPIC, fsync=False)
@@ -56,6 +55,7 @@ def stage_uncommitted(zone: Path) -> None:
         stage_records(lander, "otlp_proto", records)
 
 
+@pytest.mark.timeout(180)  # a deadlock fails here, not after the suite's 15 minutes
 def test_one_run_lists_the_zone_once_and_the_next_run_afresh(  # type: ignore[no-untyped-def]
     tmp_path: Path, spark, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -93,6 +93,7 @@ def test_one_run_lists_the_zone_once_and_the_next_run_afresh(  # type: ignore[no
     assert set(first) < set(later)
 
 
+@pytest.mark.timeout(180)
 def test_a_run_is_sized_by_the_chunks_it_reads_not_by_its_hour_folders(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     """``landed_bytes`` (the pipeline's choice of small-input settings): the committed chunks' bytes, and
     within ``chunk_selection`` (a live cycle) only the selected chunks', never a chunk without its marker."""

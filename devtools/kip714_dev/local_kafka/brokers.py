@@ -29,9 +29,9 @@ from kip714_dev.local_kafka.launcher import (
     StopOutcome,
     abandon,
     await_ready,
-    broker_answers,
     broker_status,
     launch_broker,
+    listed_brokers,
     new_cluster_id,
     stop_broker,
 )
@@ -110,7 +110,7 @@ def start_cluster(
             launched.append(launch_broker(member, repair_cache=repair_cache, cluster_id=cluster_id))
         started = [await_ready(node, ready_timeout_s) for node in launched]
         if len(members) > 1:
-            _await_formed(members, ready_timeout_s)
+            await_formed(members, ready_timeout_s)
         return started
     except BaseException:
         for node in launched:
@@ -118,15 +118,25 @@ def start_cluster(
         raise
 
 
-def _await_formed(members: Sequence[BrokerSettings], timeout_s: float) -> None:
-    """Wait until every node's metadata lists every node: a node answers for itself as soon as it has
-    registered, while its image of the others can still lag (a client then sees 2 brokers of 3)."""
-    node_ids = [member.node_id for member in members]
+def await_formed(members: Sequence[BrokerSettings], timeout_s: float) -> None:
+    """Wait until every node's metadata lists every node of ``members`` (the running ones).
+
+    A node answers for itself as soon as it has registered, while its image of the others can still lag:
+    right after a start, or after one node came back, a client could see 2 brokers of 3."""
+    node_ids = {member.node_id for member in members}
     deadline = time.monotonic() + timeout_s
-    while not all(broker_answers(member, peers=node_ids) for member in members):
+    while True:
+        views = {member.node_id: listed_brokers(member) for member in members}
+        lagging = {node: view for node, view in views.items() if view is None or not node_ids <= view}
+        if not lagging:
+            return
         if time.monotonic() >= deadline:
+            seen = ", ".join(
+                f"node {node} lists {sorted(view) if view is not None else 'nothing (no answer)'}"
+                for node, view in sorted(lagging.items())
+            )
             raise LocalKafkaError(
-                f"the cluster did not form within {timeout_s:.0f} s: not every node lists nodes {node_ids}"
+                f"the cluster did not form within {timeout_s:.0f} s (nodes {sorted(node_ids)}): {seen}"
             )
         time.sleep(0.5)
 
@@ -186,6 +196,7 @@ __all__ = [
     "CLUSTER_FILE",
     "BrokerNotReadyError",
     "LaunchedBroker",
+    "await_formed",
     "cluster_settings",
     "cluster_status",
     "member_dirs",

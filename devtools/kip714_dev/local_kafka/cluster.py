@@ -17,7 +17,7 @@ from typing import Any
 
 from kip714_dev.errors import LocalKafkaError
 from kip714_dev.local_kafka.broker_config import BrokerSettings, DataDirLayout
-from kip714_dev.local_kafka.brokers import start_cluster, stop_together
+from kip714_dev.local_kafka.brokers import await_formed, start_cluster, stop_together
 from kip714_dev.local_kafka.launcher import (
     DEFAULT_READY_TIMEOUT_S,
     DEFAULT_STOP_TIMEOUT_S,
@@ -207,7 +207,11 @@ class LocalKafkaCluster:
         return broker
 
     def start_node(self, node_id: int, *, ready_timeout_s: float = DEFAULT_READY_TIMEOUT_S) -> None:
+        """Start a stopped node again; returns once every running node's metadata lists it."""
         self.broker(node_id).start(ready_timeout_s=ready_timeout_s)
+        running = [broker.settings for broker in self.brokers if not broker.stopped]
+        if len(running) > 1:
+            await_formed(running, ready_timeout_s)
 
     def stop(self, timeout_s: float = DEFAULT_STOP_TIMEOUT_S) -> StopOutcome:
         """Stop every running node at once; returns the first node's outcome."""

@@ -16,7 +16,6 @@ import subprocess
 import time
 import uuid
 from base64 import urlsafe_b64encode
-from collections.abc import Collection
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -186,11 +185,11 @@ def format_storage_once(
     return True
 
 
-def broker_answers(settings: BrokerSettings, timeout_s: float = 3.0, peers: Collection[int] = ()) -> bool:
-    """True when the broker serves a metadata request that lists itself and ``peers`` (a real Kafka
-    client call): a node is ready alone, a cluster once every node's metadata lists every node."""
+def listed_brokers(settings: BrokerSettings, timeout_s: float = 3.0) -> set[int] | None:
+    """The node ids a metadata request bootstrapped on this node alone lists (a real Kafka client call);
+    None while it does not answer."""
     if not accepts_connections(settings.port):
-        return False
+        return None
     from confluent_kafka.admin import AdminClient  # imported late: only needed once a JVM runs
 
     admin = AdminClient(
@@ -202,10 +201,15 @@ def broker_answers(settings: BrokerSettings, timeout_s: float = 3.0, peers: Coll
         }
     )
     try:
-        metadata = admin.list_topics(timeout=timeout_s)
+        return set(admin.list_topics(timeout=timeout_s).brokers)
     except Exception:  # KafkaException while the broker is still starting
-        return False
-    if not {settings.node_id, *peers} <= set(metadata.brokers):
+        return None
+
+
+def broker_answers(settings: BrokerSettings, timeout_s: float = 3.0) -> bool:
+    """True when the broker serves a metadata request that lists itself (and its SASL port listens)."""
+    listed = listed_brokers(settings, timeout_s)
+    if listed is None or settings.node_id not in listed:
         return False
     return settings.sasl_bootstrap_servers is None or accepts_connections(settings.sasl_port)
 
