@@ -122,9 +122,7 @@ def committed_datapoint_files(
     committed = {name.removesuffix(".commit") for name in _sizes(spark, f"{input_root}/{COMMITS_DIR}")}
     chunks_from = _CHUNKS_FROM
     files = {}
-    hour = start.replace(minute=0, second=0, microsecond=0)
-    while hour < end:
-        folder = f"{input_root}/{DATAPOINTS_DIR}/date={hour:%Y-%m-%d}/hour={hour.hour:02d}"
+    for folder in _hour_folders(input_root, start, end):
         for name, size in sorted(_sizes(spark, folder).items()):
             chunk_file = CHUNK_FILE.match(name) is not None
             hidden = name.startswith((".", "_"))  # temp files, Spark's own markers
@@ -135,8 +133,17 @@ def committed_datapoint_files(
                 and (not chunk_file or chunks_from is None or _chunk_selected(name, chunks_from))
             ):
                 files[f"{folder}/{name}"] = size
-        hour += timedelta(hours=1)
     return files
+
+
+def _hour_folders(input_root: str, start: datetime, end: datetime) -> list[str]:
+    """The ``datapoints/date=/hour=`` folders of the hours ``[start, end)`` touches."""
+    folders = []
+    hour = start.replace(minute=0, second=0, microsecond=0)
+    while hour < end:
+        folders.append(f"{input_root}/{DATAPOINTS_DIR}/date={hour:%Y-%m-%d}/hour={hour.hour:02d}")
+        hour += timedelta(hours=1)
+    return folders
 
 
 _CHUNKS_FROM: Mapping[int, int] | None = None
@@ -248,13 +255,8 @@ def landed_bytes(spark: SparkSession, input_root: str, start: datetime, end: dat
     committed = committed_datapoint_files(spark, input_root, start, end)
     if committed is not None:
         return sum(committed.values())
-    hour = start.replace(minute=0, second=0, microsecond=0)
-    folders = []
-    while hour < end:
-        folders.append(f"{input_root}/{DATAPOINTS_DIR}/date={hour:%Y-%m-%d}/hour={hour.hour:02d}")
-        hour += timedelta(hours=1)
     files = session_files(spark)
-    return sum(files.size(folder) for folder in folders)
+    return sum(files.size(folder) for folder in _hour_folders(input_root, start, end))
 
 
 def landing_counts(
