@@ -93,14 +93,13 @@ def _unfinished(api: Any, dag_id: str) -> list[str]:
     return [r["dag_run_id"] for r in api.dag_runs(dag_id) if r["state"] not in ("success", "failed")]
 
 
-def _finding_events(api: Any) -> list[dict[str, Any]]:
-    asset = next(a for a in api.assets() if a["name"] == FINDINGS_ASSET_NAME)
-    return api.asset_events(asset_id=asset["id"], limit=1000)
+def _finding_events(airflow: LiveAirflow) -> list[dict[str, Any]]:
+    return airflow.asset_events(FINDINGS_ASSET_NAME)
 
 
-def _slow_opened(api: Any, prefix: str) -> list[Finding]:
+def _slow_opened(airflow: LiveAirflow, prefix: str) -> list[Finding]:
     found = []
-    for event in _finding_events(api):
+    for event in _finding_events(airflow):
         finding = Finding.from_extra(event["extra"])
         if finding.client.client_id == f"{prefix}-consumer-slow" and finding.transition.value == "opened":
             found.append(finding)
@@ -154,7 +153,7 @@ def test_a_slow_consumer_is_found_mailed_and_opens_its_own_window(story: dict[st
     _restart_scheduler(airflow)
     _wait("a kip714_live task to kill", lambda: _kill_a_live_task(api), 300, every_s=1)
 
-    (opened,) = _wait("the slow consumer's finding", lambda: _slow_opened(api, prefix), FINDING_TIMEOUT_S)
+    (opened,) = _wait("the slow consumer's finding", lambda: _slow_opened(airflow, prefix), FINDING_TIMEOUT_S)
     assert opened.kind.value in ("anomaly", "silent_client") and opened.severity.value in (
         "warning",
         "critical",
@@ -216,7 +215,7 @@ def test_a_slow_consumer_is_found_mailed_and_opens_its_own_window(story: dict[st
     # nothing announced twice, across the scheduler restart and the killed task
     keys = Counter(
         (e["extra"]["finding"]["finding_id"], e["extra"]["finding"]["transition"])
-        for e in _finding_events(api)
+        for e in _finding_events(airflow)
     )
     assert keys and max(keys.values()) == 1, keys
     sent = Counter(m.subject for m in sink.mails)
