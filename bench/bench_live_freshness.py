@@ -51,6 +51,7 @@ import argparse
 import asyncio
 import base64
 import contextlib
+import json
 import multiprocessing
 import os
 import random
@@ -264,6 +265,10 @@ class Cycle:
     wall: float
     rollup_gauge_points: int
     anomaly_instances: set[str]
+    input_bytes: int | None = None
+    """Landed bytes the cycle's pipeline read, as it reported them (``KIP714_TIMING`` phase ``input``)."""
+    small_input_conf: bool | None = None
+    """Whether the pipeline ran interpreted (``SMALL_INPUT_CONF``) for that input."""
 
     @property
     def cpu(self) -> float:
@@ -316,6 +321,7 @@ class Live:
         start_offsets = next(c.next_offsets for c in reversed(store.cycle_starts()) if c.at == now)
         landed = land_topic(self.config, self.topic, self.landing, timeout_s=LANDING_TIMEOUT_S)
         args = self.pipeline_args(plan.start, plan.end, plan.chunks_flag() or "", plan.steps_flag())
+        log_offset = self.log.stat().st_size if self.log.exists() else 0
         if submit:
             command = [str(Path(sys.executable).parent / "spark-submit"), "--master", "local[2]"]
             command += ["--py-files", str(build_common_zip())]
@@ -354,6 +360,7 @@ class Live:
             wall=done - wall0,
             rollup_gauge_points=self.rollup_gauge_points(plan.start, plan.end),
             anomaly_instances=self.anomaly_instances(plan.start, plan.end),
+            **pipeline_input(self.log, log_offset),
         )
         self.cycles.append(cycle)
         return cycle
@@ -480,9 +487,25 @@ def cpu_rate(cycles: list[Cycle]) -> float:
     return sum(c.cpu for c in cycles) / span
 
 
+def pipeline_input(log: Path, offset: int) -> dict[str, Any]:
+    """``input_bytes`` and ``small_input_conf`` of the pipeline run written to ``log`` from ``offset`` on."""
+    with log.open("rb") as out:
+        out.seek(offset)
+        lines = out.read().decode(errors="replace").splitlines()
+    for line in lines:
+        if line.startswith("KIP714_TIMING ") and '"phase": "input"' in line:
+            record = json.loads(line.removeprefix("KIP714_TIMING "))
+            return {"input_bytes": record.get("bytes"), "small_input_conf": record.get("small_input_conf")}
+    return {}
+
+
 def describe(cycle: Cycle) -> str:
+    read = ""
+    if cycle.input_bytes is not None:
+        how = "interpreted" if cycle.small_input_conf else "generated code"
+        read = f", read {cycle.input_bytes / 1e6:.1f} MB ({how})"
     return (
-        f"cycle {cycle.number}: {cycle.wall:.1f} s wall, {cycle.landed_records} records landed, CPU "
+        f"cycle {cycle.number}: {cycle.wall:.1f} s wall, {cycle.landed_records} records landed{read}, CPU "
         f"{cycle.cpu:.1f} s (landing+detect {cycle.cpu_local:.1f}, client {cycle.cpu_client:.1f}, "
         f"server {cycle.cpu_server:.1f})"
     )
