@@ -59,7 +59,7 @@ def app_session(spark: SparkSession | None, app_name: str) -> SparkSession:
     return configure(spark) if spark is not None else get_session(app_name)
 
 
-SMALL_INPUT_BYTES = 256 * 1024 * 1024
+SMALL_INPUT_BYTES = 16 * 1024 * 1024
 """Landed Parquet a run reads (``landing.landed_bytes``) up to which ``SMALL_INPUT_CONF`` applies.
 
 Interpreted, each point costs about 28 us of CPU more than with generated code (the rollups step on a
@@ -68,10 +68,9 @@ costs its compiles once per run. The whole pipeline in a fresh ``PERFORMANCE_CON
 1M points: on fleet-shaped zones 154 s against 189 s of CPU at 0.48M points (11 MB), 259 s against 241 s
 at 1.44M points (19 MB) (``docs/spark-apps.md``). Landed points take 9-34 bytes each (a fleet's
 repeated values 9-24, denser as it grows; the demo's real clients 17; random synthetic values 34), so
-16 MB would be 0.5-1.8M points, and it ran the fleet's 4.8M points (45 MB) with generated code at a third
-of the CPU; but a live cycle at 1,000 instances then got generated code too, compiled again every cycle:
-freshness p95 71.5 s against 55.3 s, A/B (``docs/benchmarks.md``, session 18). So the limit stays 256 MB
-until a cycle's choice is made on its points, not its bytes."""
+16 MB is 0.5-1.8M points. A live cycle reads only its recent chunks: 0.2-3.7 MB at 1,000 instances
+(interpreted), about ten times that at 10,000 (generated code, 1.68 against 3.10 ms of CPU per record);
+the hour of a 10,000-instance fleet runs at a third of the CPU (``docs/benchmarks.md``)."""
 SMALL_INPUT_CONF = {
     # interpreted expressions and operators: Janino compiled ~280 classes (12-50 s of CPU on a loaded
     # 2-core machine) to process 11k points; interpreted, the same queries need ~20 compiles
