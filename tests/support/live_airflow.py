@@ -68,6 +68,10 @@ been seen silent for over 30 s while tasks started."""
 class AirflowApiError(RuntimeError):
     """The REST API answered with an error status; the message holds the method, path and body."""
 
+    def __init__(self, message: str, status_code: int) -> None:
+        super().__init__(message)
+        self.status_code = status_code
+
 
 @dataclass
 class AirflowApi:
@@ -84,7 +88,9 @@ class AirflowApi:
             f"{self.base_url}/auth/token", json={"username": self.username, "password": self.password}
         )
         if answer.status_code >= 300:
-            raise AirflowApiError(f"POST /auth/token -> {answer.status_code}: {answer.text[:500]}")
+            raise AirflowApiError(
+                f"POST /auth/token -> {answer.status_code}: {answer.text[:500]}", answer.status_code
+            )
         return str(answer.json()["access_token"])
 
     def request(self, method: str, path: str, **kwargs: Any) -> Any:
@@ -93,16 +99,13 @@ class AirflowApi:
         An expired token is renewed once; a GET whose kept-alive connection the server dropped is sent once
         more on a new one.
         """
+        given_headers = kwargs.pop("headers", {})
         for attempt in range(2):
             if self._token is None:
                 self._token = self.token()
             try:
-                answer = self._http.request(
-                    method,
-                    f"{self.base_url}{path}",
-                    headers={"Authorization": f"Bearer {self._token}"},
-                    **kwargs,
-                )
+                headers = {**given_headers, "Authorization": f"Bearer {self._token}"}
+                answer = self._http.request(method, f"{self.base_url}{path}", headers=headers, **kwargs)
             except (httpx.ReadError, httpx.RemoteProtocolError):
                 # the server drops a kept-alive connection after an unhandled error: a GET is asked again
                 if method != "GET" or attempt:
@@ -112,7 +115,9 @@ class AirflowApi:
                 self._token = None
                 continue
             if answer.status_code >= 300:
-                raise AirflowApiError(f"{method} {path} -> {answer.status_code}: {answer.text[:2000]}")
+                raise AirflowApiError(
+                    f"{method} {path} -> {answer.status_code}: {answer.text[:2000]}", answer.status_code
+                )
             if "json" in answer.headers.get("content-type", ""):
                 return answer.json()
             return answer.text
@@ -404,16 +409,17 @@ class LiveAirflow:
 
         On Airflow 3.3.2 that endpoint answers 500 while any event it lists has created a DAG run that has
         not started: the run's ``start_date`` is NULL, which the response model requires (apache/airflow
-        #71360, fixed by #71379 after 3.3.2). A ``kip714_alerts`` run queued behind ``max_active_runs=1``
-        is such a run. Then, and only when the metadata database shows such a run, the events are read
-        from the database instead; any other error is raised.
+        #71360, fixed by #71379 after 3.3.2). A ``kip714_alerts`` or ``kip714_auto_window`` run is such a
+        run between the scheduler creating it and starting it (longer when the scheduler dies in between).
+        Then, and only when the metadata database shows such a run, the events are read from the database
+        instead (``EVENT_COLUMNS`` only; ``timestamp`` as SQLite stores it); any other error is raised.
         """
         asset = next(a for a in self.api.assets() if a["name"] == asset_name)
         for attempt in range(3):
             try:
                 return self.api.asset_events(asset_id=asset["id"], limit=limit)
             except AirflowApiError as error:
-                if "-> 500" not in str(error):
+                if error.status_code != 500:
                     raise
                 read = self._events_while_a_run_is_unstarted(asset["id"], limit, error)
                 if read is not None:
@@ -440,7 +446,7 @@ class LiveAirflow:
             )
             rows = db.execute(
                 f"SELECT {', '.join(EVENT_COLUMNS)} FROM asset_event"
-                " WHERE asset_id = ? ORDER BY timestamp LIMIT ?",
+                " WHERE asset_id = ? ORDER BY timestamp, id LIMIT ?",
                 (asset_id, limit),
             ).fetchall()
         events = [dict(zip(EVENT_COLUMNS, row, strict=True)) for row in rows]
@@ -448,7 +454,7 @@ class LiveAirflow:
 
     @contextmanager
     def _metadata_db(self) -> Iterator[sqlite3.Connection]:
-        """The SQLite metadata database, read-only (waiting while a component writes)."""
+        """The SQLite metadata database, read-only (Airflow runs it in WAL mode: a reader does not wait)."""
         db = sqlite3.connect(f"file:{self.home / 'airflow.db'}?mode=ro", uri=True, timeout=60)
         try:
             yield db
@@ -515,6 +521,8 @@ def live_environment(home: Path, dags_folder: Path, port: int, passwords: Path) 
         "AIRFLOW__API__HOST": "127.0.0.1",
         "AIRFLOW__API__PORT": str(port),
         "AIRFLOW__API__WORKERS": "1",
+        # the REST API cuts every list at this many items (default 100), whatever `limit` asks for
+        "AIRFLOW__API__MAXIMUM_PAGE_LIMIT": "1000",
         "AIRFLOW__API__BASE_URL": f"http://127.0.0.1:{port}",
         "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"http://127.0.0.1:{port}/execution/",
         # new DAG files are seen within seconds, not the default five minutes
