@@ -51,7 +51,6 @@ import argparse
 import asyncio
 import base64
 import contextlib
-import json
 import multiprocessing
 import os
 import random
@@ -106,6 +105,7 @@ from airflow_provider_kip714.subscriptions.duration import parse_duration  # noq
 from airflow_provider_kip714.subscriptions.kafka_python_config import to_kafka_python_kwargs  # noqa: E402
 from airflow_provider_kip714.subscriptions.model import Subscription  # noqa: E402
 from airflow_provider_kip714.telemetry.landing import land_topic  # noqa: E402
+from spark_apps.kip714_common.timing import timing_records  # noqa: E402
 from spark_apps.package import DEFAULT_RULES, application_args, application_path, build_common_zip  # noqa: E402
 
 SUBSCRIPTION_NAME = "bench-live-freshness"
@@ -491,10 +491,9 @@ def pipeline_input(log: Path, offset: int) -> dict[str, Any]:
     """``input_bytes`` and ``small_input_conf`` of the pipeline run written to ``log`` from ``offset`` on."""
     with log.open("rb") as out:
         out.seek(offset)
-        lines = out.read().decode(errors="replace").splitlines()
-    for line in lines:
-        if line.startswith("KIP714_TIMING ") and '"phase": "input"' in line:
-            record = json.loads(line.removeprefix("KIP714_TIMING "))
+        text = out.read().decode(errors="replace")
+    for record in timing_records(text):  # only the pipeline prints an input phase
+        if record.get("phase") == "input":
             return {"input_bytes": record.get("bytes"), "small_input_conf": record.get("small_input_conf")}
     return {}
 

@@ -43,6 +43,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from bench.turnaround_data import HOUR, WINDOW_END, WINDOW_START, write_window  # noqa: E402
+from spark_apps.kip714_common.timing import timing_records  # noqa: E402
 from spark_apps.package import (  # noqa: E402
     DEFAULT_RULES,
     PERFORMANCE_CONF,
@@ -136,13 +137,10 @@ def write_report(area_root: Path) -> float:
 def timings(log: Path) -> dict[str, object]:
     """The pipeline's ``KIP714_TIMING`` lines of the last run in ``log``: phase -> seconds, plus the JVM's."""
     found: dict[str, object] = {}
-    for line in log.read_text().splitlines():
-        if line.startswith("KIP714_TIMING "):
-            record = json.loads(line.split(" ", 1)[1])
-            if record.get("step") == "kip714-pipeline":
-                phase = record.pop("phase")
-                record.pop("step")
-                found[phase] = record.get("seconds", record)
+    for record in timing_records(log.read_text(), "kip714-pipeline"):
+        phase = record.pop("phase")
+        record.pop("step")
+        found[phase] = record.get("seconds", record)
     return found
 
 

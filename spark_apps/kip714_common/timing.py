@@ -53,8 +53,21 @@ class StepTimer:
         return totals
 
 
+TIMING_PREFIX = "KIP714_TIMING "
+
+
 def emit(record: dict[str, Any]) -> None:
-    print(f"KIP714_TIMING {json.dumps(record, sort_keys=True)}", flush=True)
+    print(f"{TIMING_PREFIX}{json.dumps(record, sort_keys=True)}", flush=True)
+
+
+def timing_records(text: str, step: str | None = None) -> list[dict[str, Any]]:
+    """The records ``emit`` printed into ``text`` (a log), in order; only ``step``'s when given."""
+    records = [
+        json.loads(line.removeprefix(TIMING_PREFIX))
+        for line in text.splitlines()
+        if line.startswith(TIMING_PREFIX)
+    ]
+    return [record for record in records if step is None or record.get("step") == step]
 
 
 def jvm_report(spark: Any) -> dict[str, Any]:
