@@ -373,57 +373,52 @@ fn write_chunk<'py>(
     }
 }
 
-/// Write a chunk's `datapoints` files (see `write_chunk`) from its values, a `BinaryColumn`.
-///
-/// `records` is `ChunkRecords`' tuple; `label_rows` are `BatchLabels.label_rows()`.
-#[pyfunction]
-#[pyo3(signature = (values, records, label_rows, skip, group_rows=131_072))]
-fn write_datapoints<'py>(
-    py: Python<'py>,
-    values: BinaryColumn<'_>,
-    records: ChunkRecords,
-    label_rows: &Bound<'_, PyList>,
-    skip: Vec<usize>,
-    group_rows: usize,
-) -> PyResult<Written<'py>> {
-    let owner = values.owner();
-    write_chunk(
-        py,
-        owner.slices(py)?,
-        records,
-        label_rows,
-        skip,
-        group_rows,
-        crate::parquet::write_datapoints,
-    )
+/// Declares a `write_datapoints`-shaped Python function over `writer`: the hand-written writer and the
+/// crate prototype must take the same arguments, as the benchmark swaps one for the other.
+macro_rules! datapoints_function {
+    ($(#[$attribute:meta])* $name:ident, $writer:expr) => {
+        $(#[$attribute])*
+        #[pyfunction]
+        #[pyo3(signature = (values, records, label_rows, skip, group_rows=131_072))]
+        fn $name<'py>(
+            py: Python<'py>,
+            values: BinaryColumn<'_>,
+            records: ChunkRecords,
+            label_rows: &Bound<'_, PyList>,
+            skip: Vec<usize>,
+            group_rows: usize,
+        ) -> PyResult<Written<'py>> {
+            let owner = values.owner();
+            write_chunk(
+                py,
+                owner.slices(py)?,
+                records,
+                label_rows,
+                skip,
+                group_rows,
+                $writer,
+            )
+        }
+    };
 }
 
-/// `write_datapoints` on the arrow-rs `parquet` crate (the prototype measured in `docs/benchmarks.md`).
-#[cfg(feature = "parquet-crate")]
-#[pyfunction]
-#[pyo3(signature = (values, records, label_rows, skip, group_rows=131_072))]
-fn write_datapoints_crate<'py>(
-    py: Python<'py>,
-    values: BinaryColumn<'_>,
-    records: ChunkRecords,
-    label_rows: &Bound<'_, PyList>,
-    skip: Vec<usize>,
-    group_rows: usize,
-) -> PyResult<Written<'py>> {
-    let owner = values.owner();
-    write_chunk(
-        py,
-        owner.slices(py)?,
-        records,
-        label_rows,
-        skip,
-        group_rows,
-        |columns, input, group_rows| {
-            crate::parquet_crate::write_datapoints(columns, input, group_rows)
-                .map_err(std::io::Error::other)
-        },
-    )
-}
+datapoints_function!(
+    /// Write a chunk's `datapoints` files (see `write_chunk`) from its values, a `BinaryColumn`.
+    ///
+    /// `records` is `ChunkRecords`' tuple; `label_rows` are `BatchLabels.label_rows()`.
+    write_datapoints,
+    crate::parquet::write_datapoints
+);
+
+datapoints_function!(
+    /// `write_datapoints` on the arrow-rs `parquet` crate (the prototype measured in `docs/benchmarks.md`).
+    #[cfg(feature = "parquet-crate")]
+    write_datapoints_crate,
+    |columns, input, group_rows| {
+        crate::parquet_crate::write_datapoints(columns, input, group_rows)
+            .map_err(std::io::Error::other)
+    }
+);
 
 /// An Arrow binary array's buffers: `(offsets, data, validity, offset, length)` (see `binary_slices`).
 type ArrowBinary = (
@@ -468,60 +463,52 @@ impl BinaryOwner {
     }
 }
 
-/// Write a chunk's raw Parquet file (`RAW_SCHEMA`) with the GIL released; returns its bytes.
-///
-/// `header_sets` are the chunk's distinct header sets as `[(name, value or None)]` (values already text,
-/// as the raw table keeps them) and `header_index[i]` record i's set; `keys` and `values` are
-/// `BinaryColumn`s.
-#[pyfunction]
-#[allow(clippy::too_many_arguments)]
-fn write_raw(
-    py: Python<'_>,
-    topic: String,
-    partitions: Numbers<i32>,
-    offsets: Numbers<i64>,
-    timestamps_ms: Numbers<i64>,
-    keys: BinaryColumn<'_>,
-    header_sets: Vec<Vec<(String, Option<String>)>>,
-    header_index: Numbers<i32>,
-    values: BinaryColumn<'_>,
-) -> PyResult<Py<PyBytes>> {
-    let columns = RawColumns(
-        partitions,
-        offsets,
-        timestamps_ms,
-        header_sets,
-        header_index,
-    );
-    write_raw_with(py, topic, columns, keys, values, crate::parquet::write_raw)
+/// Declares a `write_raw`-shaped Python function over `writer`, for the same reason as
+/// `datapoints_function`.
+macro_rules! raw_function {
+    ($(#[$attribute:meta])* $name:ident, $writer:expr) => {
+        $(#[$attribute])*
+        #[pyfunction]
+        #[allow(clippy::too_many_arguments)]
+        fn $name(
+            py: Python<'_>,
+            topic: String,
+            partitions: Numbers<i32>,
+            offsets: Numbers<i64>,
+            timestamps_ms: Numbers<i64>,
+            keys: BinaryColumn<'_>,
+            header_sets: Vec<Vec<(String, Option<String>)>>,
+            header_index: Numbers<i32>,
+            values: BinaryColumn<'_>,
+        ) -> PyResult<Py<PyBytes>> {
+            let columns = RawColumns(
+                partitions,
+                offsets,
+                timestamps_ms,
+                header_sets,
+                header_index,
+            );
+            write_raw_with(py, topic, columns, keys, values, $writer)
+        }
+    };
 }
 
-/// `write_raw` on the arrow-rs `parquet` crate (the prototype measured in `docs/benchmarks.md`).
-#[cfg(feature = "parquet-crate")]
-#[pyfunction]
-#[allow(clippy::too_many_arguments)]
-fn write_raw_crate(
-    py: Python<'_>,
-    topic: String,
-    partitions: Numbers<i32>,
-    offsets: Numbers<i64>,
-    timestamps_ms: Numbers<i64>,
-    keys: BinaryColumn<'_>,
-    header_sets: Vec<Vec<(String, Option<String>)>>,
-    header_index: Numbers<i32>,
-    values: BinaryColumn<'_>,
-) -> PyResult<Py<PyBytes>> {
-    let columns = RawColumns(
-        partitions,
-        offsets,
-        timestamps_ms,
-        header_sets,
-        header_index,
-    );
-    write_raw_with(py, topic, columns, keys, values, |input| {
-        crate::parquet_crate::write_raw(input).map_err(std::io::Error::other)
-    })
-}
+raw_function!(
+    /// Write a chunk's raw Parquet file (`RAW_SCHEMA`) with the GIL released; returns its bytes.
+    ///
+    /// `header_sets` are the chunk's distinct header sets as `[(name, value or None)]` (values already text,
+    /// as the raw table keeps them) and `header_index[i]` record i's set; `keys` and `values` are
+    /// `BinaryColumn`s.
+    write_raw,
+    crate::parquet::write_raw
+);
+
+raw_function!(
+    /// `write_raw` on the arrow-rs `parquet` crate (the prototype measured in `docs/benchmarks.md`).
+    #[cfg(feature = "parquet-crate")]
+    write_raw_crate,
+    |input| crate::parquet_crate::write_raw(input).map_err(std::io::Error::other)
+);
 
 /// `write_raw`'s per-record columns besides keys and values: partitions, offsets, timestamps (ms),
 /// the distinct header sets and each record's set.
