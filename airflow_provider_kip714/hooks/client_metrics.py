@@ -12,15 +12,16 @@ connection whose extra holds librdkafka settings, ``kafka_default`` (type ``kafk
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
 from airflow_provider_kip714.clock import Clock
+from airflow_provider_kip714.contract.selectors import MatchInput
 from airflow_provider_kip714.hooks.base import DEFAULT_CONN_ID, Kip714KafkaBaseHook
 from airflow_provider_kip714.subscriptions.admin import ClientMetricsAdmin, UpsertResult
 from airflow_provider_kip714.subscriptions.kafka_python_config import to_kafka_python_kwargs
-from airflow_provider_kip714.subscriptions.model import Subscription
+from airflow_provider_kip714.subscriptions.model import IntervalInput, MetricsInput, Subscription
 from airflow_provider_kip714.subscriptions.window_name import WindowName
 
 CONN_TYPE = "kafka_client_metrics"
@@ -78,10 +79,10 @@ class ClientMetricsHook(Kip714KafkaBaseHook):
     def alter(
         self,
         name: str,
-        add_metrics: Iterable[str] | str | None = None,
-        remove_metrics: Iterable[str] | str | None = None,
-        interval_ms: int | str | None = None,
-        match: Iterable[str] | str | Mapping[str, str] | None = None,
+        add_metrics: MetricsInput = None,
+        remove_metrics: MetricsInput = None,
+        interval_ms: IntervalInput = None,
+        match: MatchInput = None,
     ) -> Subscription:
         return self.admin.alter(name, add_metrics, remove_metrics, interval_ms, match)
 

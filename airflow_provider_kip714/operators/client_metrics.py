@@ -13,7 +13,7 @@ one reaper period after its expiry; when the task survives the failure it delete
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -26,7 +26,7 @@ from airflow_provider_kip714.hooks.client_metrics import ClientMetricsHook
 from airflow_provider_kip714.operators.base import ClientMetricsBaseOperator
 from airflow_provider_kip714.settings import record_window_cluster
 from airflow_provider_kip714.subscriptions.duration import parse_window_length
-from airflow_provider_kip714.subscriptions.model import Subscription
+from airflow_provider_kip714.subscriptions.model import IntervalInput, MetricsInput, Subscription
 from airflow_provider_kip714.subscriptions.window_name import derive_suffix, format_window_name, slugify_label
 from airflow_provider_kip714.triggers.client_metrics_window import STATUS_DELETED, ClientMetricsWindowTrigger
 from airflow_provider_kip714.troubleshooting.guardrails import check_subscription
@@ -102,8 +102,8 @@ def open_window(
 class _SpecMixin:
     """Holds the subscription spec arguments and validates them before any cluster call."""
 
-    metrics: str | Iterable[str] | None
-    interval_ms: int | str | None
+    metrics: MetricsInput
+    interval_ms: IntervalInput
     match: MatchInput
     block: bool
 
@@ -111,8 +111,8 @@ class _SpecMixin:
         self,
         window: str | int | float | timedelta | None,
         window_label: str | None,
-        metrics: str | Iterable[str] | None,
-        interval_ms: int | str | None,
+        metrics: MetricsInput,
+        interval_ms: IntervalInput,
         match: MatchInput,
         block: bool,
     ) -> None:
@@ -153,8 +153,8 @@ class CreateClientMetricsSubscriptionOperator(_SpecMixin, ClientMetricsBaseOpera
         name: str | None = None,
         window: str | int | float | timedelta | None = None,
         window_label: str | None = None,
-        metrics: str | Iterable[str] | None = None,
-        interval_ms: int | str | None = None,
+        metrics: MetricsInput = None,
+        interval_ms: IntervalInput = None,
         match: MatchInput = None,
         block: bool = False,
         **kwargs: Any,
@@ -270,8 +270,8 @@ class ClientMetricsTroubleshootingWindowOperator(_SpecMixin, ClientMetricsBaseOp
         *,
         window: str | int | float | timedelta,
         window_label: str | None = None,
-        metrics: str | Iterable[str] | None = None,
-        interval_ms: int | str | None = None,
+        metrics: MetricsInput = None,
+        interval_ms: IntervalInput = None,
         match: MatchInput = None,
         block: bool = False,
         poll_interval: float = 30.0,

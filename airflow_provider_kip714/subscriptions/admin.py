@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
@@ -18,6 +18,7 @@ import kafka.errors as kafka_errors
 from kafka.admin import AlterConfigOp, ConfigResource, ConfigResourceType, KafkaAdminClient
 
 from airflow_provider_kip714.clock import Clock, SystemClock
+from airflow_provider_kip714.contract.selectors import MatchInput
 from airflow_provider_kip714.exceptions import (
     ClientMetricsAdminError,
     ClusterUnreachableError,
@@ -29,6 +30,8 @@ from airflow_provider_kip714.subscriptions.model import (
     INTERVAL_KEY,
     MATCH_KEY,
     METRICS_KEY,
+    IntervalInput,
+    MetricsInput,
     Subscription,
     parse_interval_ms,
     parse_metrics,
@@ -293,10 +296,10 @@ class ClientMetricsAdmin:
     def alter(
         self,
         name: str,
-        add_metrics: Iterable[str] | str | None = None,
-        remove_metrics: Iterable[str] | str | None = None,
-        interval_ms: int | str | None = None,
-        match: Iterable[str] | str | Mapping[str, str] | None = None,
+        add_metrics: MetricsInput = None,
+        remove_metrics: MetricsInput = None,
+        interval_ms: IntervalInput = None,
+        match: MatchInput = None,
     ) -> Subscription:
         """Add/remove metric prefixes and optionally change interval or match; returns the new state."""
         current = self.describe(name)

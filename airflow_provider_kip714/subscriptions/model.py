@@ -28,6 +28,11 @@ __all__ = [
     "parse_metrics",
 ]  # selectors: re-exported
 
+MetricsInput = str | Iterable[str] | None
+"""What callers may pass as metric-name prefixes: a comma list ``"a.,b."`` or an iterable of prefixes."""
+IntervalInput = int | str | None
+"""What callers may pass as ``interval_ms``: milliseconds as an int or its text; None for the default."""
+
 MIN_INTERVAL_MS = 100
 MAX_INTERVAL_MS = 3_600_000
 DEFAULT_INTERVAL_MS = 300_000
@@ -48,7 +53,7 @@ def _split_list(value: str | Iterable[str] | None) -> list[str]:
     return [str(part).strip() for part in value]
 
 
-def parse_metrics(value: str | Iterable[str] | None) -> tuple[str, ...]:
+def parse_metrics(value: MetricsInput) -> tuple[str, ...]:
     """Metric-name prefixes from a comma list or an iterable (validated by ``Subscription``)."""
     return tuple(_split_list(value))
 
@@ -61,7 +66,7 @@ def prefix_problem(prefix: str) -> str | None:
     return None
 
 
-def parse_interval_ms(value: int | str | None) -> int:
+def parse_interval_ms(value: IntervalInput) -> int:
     if value is None:
         return DEFAULT_INTERVAL_MS
     if isinstance(value, bool):
@@ -200,8 +205,8 @@ class Subscription:
     def from_spec(
         cls,
         name: str,
-        metrics: str | Iterable[str] | None = None,
-        interval_ms: int | str | None = None,
+        metrics: MetricsInput = None,
+        interval_ms: IntervalInput = None,
         match: MatchInput = None,
         block: bool = False,
         expires_at: datetime | None = None,
