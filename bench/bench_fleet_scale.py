@@ -225,6 +225,38 @@ def load_process(
 # ---- the brokers ---------------------------------------------------------------------------------
 
 
+def start_cluster(factory: LocalKafkaClusterFactory, brokers: int, name: str) -> LocalKafkaCluster:
+    """The fleet benches' cluster: a 6-partition telemetry topic, broker records every 10 s."""
+    return factory.start(
+        brokers=brokers,
+        sasl_users={},
+        broker_metrics_interval_ms=10_000,
+        overrides={"kip714.topic.partitions": "6"},
+        name=name,
+    )
+
+
+def broker_ports(cluster: LocalKafkaCluster) -> list[int]:
+    """Each broker's bootstrap port: the load processes open their wire connections to every one."""
+    return [int(b.state.bootstrap_servers.rsplit(":", 1)[1]) for b in cluster.brokers]
+
+
+def subscribe_fleet(config: dict[str, Any], name: str, interval_s: float) -> None:
+    """Create (or update) subscription ``name``: every metric from the fleet's clients each ``interval_s``.
+
+    The fleet's clients are those whose ``client_id`` starts with ``CLIENT_ID_PREFIX`` (see ``_open``).
+    """
+    with ClientMetricsAdmin(to_kafka_python_kwargs(config)) as admin:
+        admin.upsert(
+            Subscription.from_spec(
+                name,
+                metrics="*",
+                interval_ms=int(interval_s * 1000),
+                match=f"client_id={CLIENT_ID_PREFIX}.*",
+            )
+        )
+
+
 def heap_used_mb(pid: int) -> float:
     """Heap in use (survivor + eden + old, KB from ``jstat -gc``) in MB."""
     jstat = shutil.which("jstat") or str(Path(os.environ.get("JAVA_HOME", "/usr")) / "bin" / "jstat")
@@ -293,25 +325,11 @@ def landed_counts(zone: LandingZone) -> tuple[int, int]:
 def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     """The load and the landing; the brokers are stopped on return (the zone stays in ``work``)."""
     factory = LocalKafkaClusterFactory(work / "kafka")
-    cluster: LocalKafkaCluster = factory.start(
-        brokers=3,
-        sasl_users={},
-        broker_metrics_interval_ms=10_000,
-        overrides={"kip714.topic.partitions": "6"},
-        name="fleet",
-    )
+    cluster = start_cluster(factory, brokers=3, name="fleet")
     try:
         bootstrap = cluster.bootstrap_servers
-        ports = [int(b.state.bootstrap_servers.rsplit(":", 1)[1]) for b in cluster.brokers]
-        with ClientMetricsAdmin(to_kafka_python_kwargs(cluster.client_config())) as admin:
-            admin.upsert(
-                Subscription.from_spec(
-                    SUBSCRIPTION_NAME,
-                    metrics="*",
-                    interval_ms=int(args.interval_s * 1000),
-                    match=f"client_id={CLIENT_ID_PREFIX}.*",
-                )
-            )
+        ports = broker_ports(cluster)
+        subscribe_fleet(cluster.client_config(), SUBSCRIPTION_NAME, args.interval_s)
         time.sleep(2)
         idle = {b.node_id: CpuWindow(b.pid) for b in cluster.brokers}
         time.sleep(10)

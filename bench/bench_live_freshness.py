@@ -77,12 +77,14 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 
 from bench_fleet_scale import (  # noqa: E402
-    CLIENT_ID_PREFIX,
     Instance,
     Payloads,
     _open,
     _subscribe,
+    broker_ports,
     push_telemetry,
+    start_cluster,
+    subscribe_fleet,
 )
 from kio.schema.errors import ErrorCode  # noqa: E402
 from kip714_dev.local_kafka.cluster_factory import LocalKafkaClusterFactory  # noqa: E402
@@ -103,7 +105,6 @@ from airflow_provider_kip714.storage.data_root import RunArea, live_area  # noqa
 from airflow_provider_kip714.subscriptions.admin import ClientMetricsAdmin  # noqa: E402
 from airflow_provider_kip714.subscriptions.duration import parse_duration  # noqa: E402
 from airflow_provider_kip714.subscriptions.kafka_python_config import to_kafka_python_kwargs  # noqa: E402
-from airflow_provider_kip714.subscriptions.model import Subscription  # noqa: E402
 from airflow_provider_kip714.telemetry.landing import land_topic  # noqa: E402
 from spark_apps.kip714_common.timing import timing_records  # noqa: E402
 from spark_apps.package import DEFAULT_RULES, application_args, application_path, build_common_zip  # noqa: E402
@@ -559,28 +560,14 @@ def run(args: argparse.Namespace, work: Path) -> int:
     connect.READY_TIMEOUT_S = 600.0  # a loaded shared machine takes minutes to start a JVM
     factory = LocalKafkaClusterFactory(work / "kafka")
     print(f"load average at start: {load_average()}", flush=True)
-    cluster = factory.start(
-        brokers=args.brokers,
-        sasl_users={},
-        broker_metrics_interval_ms=10_000,
-        overrides={"kip714.topic.partitions": "6"},
-        name="live",
-    )
+    cluster = start_cluster(factory, brokers=args.brokers, name="live")
     try:
         if not cluster.plugin_loaded:
             raise SystemExit(
                 "the broker plugin jar is not built: run `make plugin` (or set KIP714_PLUGIN_JAR)"
             )
-        ports = [int(b.state.bootstrap_servers.rsplit(":", 1)[1]) for b in cluster.brokers]
-        with ClientMetricsAdmin(to_kafka_python_kwargs(cluster.client_config())) as admin:
-            admin.upsert(
-                Subscription.from_spec(
-                    SUBSCRIPTION_NAME,
-                    metrics="*",
-                    interval_ms=int(args.interval_s * 1000),
-                    match=f"client_id={CLIENT_ID_PREFIX}.*",
-                )
-            )
+        ports = broker_ports(cluster)
+        subscribe_fleet(cluster.client_config(), SUBSCRIPTION_NAME, args.interval_s)
         state = connect.start(args.connect_dir or work / "connect", master="local[2]")
         print(f"Spark Connect server {state.url} (pid {state.pid}) on local[2]", flush=True)
         live = Live(
@@ -680,20 +667,11 @@ def prefill_subscription(config: dict[str, Any], begin: float, end: float, inter
     A client matched by two subscriptions pushes at the shorter interval; without it the broker throttles
     every push that comes sooner than the bench's normal interval (``THROTTLING_QUOTA_EXCEEDED``), and
     the prefill does not fill the hour. The fleet's instances ask again on ``UNKNOWN_SUBSCRIPTION_ID``."""
-    kwargs = to_kafka_python_kwargs(config)
     time.sleep(max(0.0, begin - time.time()))
-    with ClientMetricsAdmin(kwargs) as admin:
-        admin.upsert(
-            Subscription.from_spec(
-                PREFILL_SUBSCRIPTION_NAME,
-                metrics="*",
-                interval_ms=int(interval_s * 1000),
-                match=f"client_id={CLIENT_ID_PREFIX}.*",
-            )
-        )
+    subscribe_fleet(config, PREFILL_SUBSCRIPTION_NAME, interval_s)
     print(f"prefill: subscription {PREFILL_SUBSCRIPTION_NAME} at {interval_s:g} s created", flush=True)
     time.sleep(max(0.0, end - time.time()))
-    with ClientMetricsAdmin(kwargs) as admin:
+    with ClientMetricsAdmin(to_kafka_python_kwargs(config)) as admin:
         admin.delete(PREFILL_SUBSCRIPTION_NAME)
     print(f"prefill: subscription {PREFILL_SUBSCRIPTION_NAME} deleted", flush=True)
 
