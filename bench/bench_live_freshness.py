@@ -152,36 +152,43 @@ async def _push(instance: Instance, payload: bytes, terminating: bool) -> ErrorC
     return answer
 
 
-async def _run_load(
-    process: int,
-    ports: list[int],
-    instances: int,
-    schedule: list[tuple[float, float]],
-    breaches: dict[int, float],
-    started_wall: float,
-) -> FleetReport:
+@dataclass(frozen=True)
+class LoadShare:
+    """One load process's part of the fleet, handed to the spawned process whole."""
+
+    process: int
+    ports: list[int]
+    instances: int
+    schedule: list[tuple[float, float]]
+    """(until, interval): push every ``interval`` s until ``until`` s after ``started_wall``."""
+    breaches: dict[int, float]
+    """Instance index -> seconds after ``started_wall`` it starts sending breaching pushes."""
+    started_wall: float
+
+
+async def _run_load(share: LoadShare) -> FleetReport:
     report = FleetReport()
     answers: dict[str, int] = {}
-    normal, breaching = Payloads(seed=process), Payloads(seed=BREACH_SEED + process)
-    connections = await _open(ports, process)
-    fleet = [Instance(connections[index % len(connections)]) for index in range(instances)]
+    normal, breaching = Payloads(seed=share.process), Payloads(seed=BREACH_SEED + share.process)
+    connections = await _open(share.ports, share.process)
+    fleet = [Instance(connections[index % len(connections)]) for index in range(share.instances)]
     gate = asyncio.Semaphore(MAX_IN_FLIGHT)
-    offset = time.monotonic() - (time.time() - started_wall)  # the monotonic clock at started_wall
-    end = offset + schedule[-1][0]
-    ramp = min(schedule[0][1], schedule[-1][0] / 4)
+    offset = time.monotonic() - (time.time() - share.started_wall)  # the monotonic clock at started_wall
+    end = offset + share.schedule[-1][0]
+    ramp = min(share.schedule[0][1], share.schedule[-1][0] / 4)
     subscribed: set[int] = set()
 
     async def life(index: int) -> None:
         """Subscribe, push one interval after each answer (as ``bench_fleet_scale``), terminate last."""
         instance = fleet[index]
-        await asyncio.sleep(ramp * index / instances)
+        await asyncio.sleep(ramp * index / share.instances)
         async with gate:
             await _subscribe(instance)
         subscribed.add(index)
         answered = time.monotonic()
-        breach_at = breaches.get(index)
+        breach_at = share.breaches.get(index)
         while True:
-            due = answered + interval_at(schedule, answered - offset) + random.uniform(0, 0.05)
+            due = answered + interval_at(share.schedule, answered - offset) + random.uniform(0, 0.05)
             if due >= end:
                 break
             await asyncio.sleep(due - time.monotonic())
@@ -199,24 +206,16 @@ async def _run_load(
             code = await _push(instance, normal.now(), True)
         answers[code.name] = answers.get(code.name, 0) + 1
 
-    await asyncio.gather(*(life(index) for index in range(instances)))
+    await asyncio.gather(*(life(index) for index in range(share.instances)))
     report.subscribed, report.answers = len(subscribed), answers
     for connection in connections:
         await connection.close()
     return report
 
 
-def load_process(
-    process: int,
-    ports: list[int],
-    instances: int,
-    schedule: list[tuple[float, float]],
-    breaches: dict[int, float],
-    started_wall: float,
-    out: Any,
-) -> None:
-    """One load process (spawned): its share of the fleet on ``schedule`` (seconds since ``started_wall``)."""
-    out.put(asyncio.run(_run_load(process, ports, instances, schedule, breaches, started_wall)))
+def load_process(share: LoadShare, out: Any) -> None:
+    """One load process (spawned): its share of the fleet, its report put on ``out``."""
+    out.put(asyncio.run(_run_load(share)))
 
 
 # ---- the cycles ------------------------------------------------------------------------------------
@@ -631,7 +630,7 @@ def fleet_and_cycles(args: argparse.Namespace, live: Live, ports: list[int], wor
     workers = [
         context.Process(
             target=load_process,
-            args=(k, ports, shares[k], schedule, breaches[k], started, queue),
+            args=(LoadShare(k, ports, shares[k], schedule, breaches[k], started), queue),
             daemon=True,
         )
         for k in range(args.processes)
