@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, ArrayValue, KeyValue, KeyValueList
 from opentelemetry.proto.metrics.v1 import metrics_pb2 as m
+from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 
 from airflow_provider_kip714.contract.topic import Header
 
@@ -17,6 +18,14 @@ def string_attr(key: str, value: str) -> KeyValue:
 
 def int_attr(key: str, value: int) -> KeyValue:
     return KeyValue(key=key, value=AnyValue(int_value=value))
+
+
+def metrics_payload(*metrics: m.Metric, resource: Resource | None = None) -> bytes:
+    """``metrics`` in one scope of one resource: the payload a test wants when only the metrics matter."""
+    scope = m.ScopeMetrics(metrics=metrics)
+    return m.MetricsData(
+        resource_metrics=[m.ResourceMetrics(resource=resource, scope_metrics=[scope])]
+    ).SerializeToString()
 
 
 def client_headers(
@@ -77,15 +86,7 @@ def producer_like_payload(points: int = 10, seed: int = 0, time_ns: int = T0_NS)
         ],
     )
     metrics.append(m.Metric(name="org.apache.kafka.producer.connection.creation.total", sum=total))
-    data = m.MetricsData(
-        resource_metrics=[
-            m.ResourceMetrics(
-                resource=None,
-                scope_metrics=[m.ScopeMetrics(scope=None, metrics=metrics)],
-            )
-        ]
-    )
-    return data.SerializeToString()
+    return metrics_payload(*metrics)
 
 
 def every_kind_payload() -> bytes:
@@ -178,7 +179,6 @@ def every_kind_payload() -> bytes:
         ),
     ]
     from opentelemetry.proto.common.v1.common_pb2 import InstrumentationScope
-    from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 
     data = m.MetricsData(
         resource_metrics=[

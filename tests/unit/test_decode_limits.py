@@ -11,7 +11,7 @@ from collections.abc import Callable
 import pyarrow as pa
 import pytest
 from opentelemetry.proto.metrics.v1 import metrics_pb2 as m
-from otlp_payloads import T0_NS, client_headers, every_kind_payload, producer_like_payload
+from otlp_payloads import T0_NS, client_headers, every_kind_payload, metrics_payload, producer_like_payload
 
 from airflow_provider_kip714.contract.landing_schema import DATAPOINT_SCHEMA
 from airflow_provider_kip714.contract.topic import Header
@@ -25,22 +25,17 @@ INT32 = (-(2**31), 2**31 - 1)
 INT64 = (-(2**63), 2**63 - 1)
 
 
-def _metrics_data(metric: m.Metric) -> bytes:
-    scope = m.ScopeMetrics(metrics=[metric])
-    return m.MetricsData(resource_metrics=[m.ResourceMetrics(scope_metrics=[scope])]).SerializeToString()
-
-
 def gauge(**point: int) -> bytes:
     point.setdefault("time_unix_nano", T0_NS)
     number = m.NumberDataPoint(as_int=point.pop("as_int", 1), **point)
-    return _metrics_data(m.Metric(name="g", gauge=m.Gauge(data_points=[number])))
+    return metrics_payload(m.Metric(name="g", gauge=m.Gauge(data_points=[number])))
 
 
 def histogram(count: int = 2, buckets: tuple[int, ...] = (1, 1)) -> bytes:
     point = m.HistogramDataPoint(
         time_unix_nano=T0_NS, count=count, sum=3.0, bucket_counts=list(buckets), explicit_bounds=[1.0]
     )
-    return _metrics_data(m.Metric(name="h", histogram=m.Histogram(data_points=[point])))
+    return metrics_payload(m.Metric(name="h", histogram=m.Histogram(data_points=[point])))
 
 
 def exponential(
@@ -56,7 +51,7 @@ def exponential(
         negative=m.ExponentialHistogramDataPoint.Buckets(offset=offset, bucket_counts=[negative]),
     )
     metric = m.Metric(name="eh", exponential_histogram=m.ExponentialHistogram(data_points=[point]))
-    return _metrics_data(metric)
+    return metrics_payload(metric)
 
 
 def record(value: bytes = GOOD, headers=None, *, partition: int = 0, offset: int = 1, ts: int = RECORD_TS_MS):

@@ -9,6 +9,7 @@ import pytest
 from google.protobuf import json_format, timestamp_pb2
 from opentelemetry.proto.logs.v1 import logs_pb2
 from opentelemetry.proto.metrics.v1 import metrics_pb2 as m
+from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 from otlp_payloads import (
     INSTANCE_ID,
     T0_NS,
@@ -16,6 +17,7 @@ from otlp_payloads import (
     client_headers,
     every_kind_payload,
     int_attr,
+    metrics_payload,
     producer_like_payload,
     string_attr,
 )
@@ -107,55 +109,35 @@ def test_delta_and_cumulative_sums() -> None:
             ),
         )
 
-    data = m.MetricsData(
-        resource_metrics=[
-            m.ResourceMetrics(
-                scope_metrics=[
-                    m.ScopeMetrics(
-                        metrics=[
-                            sum_metric(m.AGGREGATION_TEMPORALITY_DELTA, 3),
-                            sum_metric(m.AGGREGATION_TEMPORALITY_CUMULATIVE, 2**62),
-                        ]
-                    )
-                ]
-            )
-        ]
+    data = metrics_payload(
+        sum_metric(m.AGGREGATION_TEMPORALITY_DELTA, 3),
+        sum_metric(m.AGGREGATION_TEMPORALITY_CUMULATIVE, 2**62),
     )
-    rows = rows_by_metric(data.SerializeToString())
+    rows = rows_by_metric(data)
     assert rows["total.1"]["temporality"] == "delta" and rows["total.1"]["value_int"] == 3
     assert rows["total.2"]["temporality"] == "cumulative" and rows["total.2"]["value_int"] == 2**62
     assert all(row["is_monotonic"] for row in rows.values())
 
 
 def test_broker_records_decode_with_the_same_code() -> None:
-    data = m.MetricsData(
-        resource_metrics=[
-            m.ResourceMetrics(
-                resource={"attributes": [string_attr("node_id", "1"), string_attr("cluster_id", "c")]},
-                scope_metrics=[
-                    m.ScopeMetrics(
-                        metrics=[
-                            m.Metric(
-                                name="kafka.server.client_metrics.throttle.count",
-                                sum=m.Sum(
-                                    aggregation_temporality=m.AGGREGATION_TEMPORALITY_CUMULATIVE,
-                                    is_monotonic=True,
-                                    data_points=[
-                                        m.NumberDataPoint(
-                                            time_unix_nano=T0_NS,
-                                            as_int=4,
-                                            attributes=[string_attr("client_instance_id", INSTANCE_ID)],
-                                        )
-                                    ],
-                                ),
-                            )
-                        ]
-                    )
-                ],
-            )
-        ]
+    throttles = m.Metric(
+        name="kafka.server.client_metrics.throttle.count",
+        sum=m.Sum(
+            aggregation_temporality=m.AGGREGATION_TEMPORALITY_CUMULATIVE,
+            is_monotonic=True,
+            data_points=[
+                m.NumberDataPoint(
+                    time_unix_nano=T0_NS,
+                    as_int=4,
+                    attributes=[string_attr("client_instance_id", INSTANCE_ID)],
+                )
+            ],
+        ),
     )
-    rows = decode_record(data.SerializeToString(), broker_headers(3), timestamp_ms=RECORD_TS_MS)
+    data = metrics_payload(
+        throttles, resource=Resource(attributes=[string_attr("node_id", "1"), string_attr("cluster_id", "c")])
+    )
+    rows = decode_record(data, broker_headers(3), timestamp_ms=RECORD_TS_MS)
     assert len(rows) == 1
     row = rows[0]
     assert row["record_type"] == "broker" and row["node_id"] == 3 and row["client_instance_id"] is None
@@ -291,11 +273,7 @@ def test_a_record_failing_half_way_leaves_no_partial_rows() -> None:
         name="ok",
         gauge=m.Gauge(data_points=[m.NumberDataPoint(as_double=1.0, attributes=[int_attr("a", 1)])]),
     )
-    half_bad = m.MetricsData(
-        resource_metrics=[
-            m.ResourceMetrics(scope_metrics=[m.ScopeMetrics(metrics=[good_metric, bad_metric])])
-        ]
-    ).SerializeToString()
+    half_bad = metrics_payload(good_metric, bad_metric)
     records = [
         TopicRecord("t", 0, 0, RECORD_TS_MS, None, client_headers(), half_bad),
         TopicRecord("t", 0, 1, RECORD_TS_MS, None, client_headers(), producer_like_payload(3)),
@@ -307,23 +285,8 @@ def test_a_record_failing_half_way_leaves_no_partial_rows() -> None:
 
 
 def test_special_doubles_survive() -> None:
-    data = m.MetricsData(
-        resource_metrics=[
-            m.ResourceMetrics(
-                scope_metrics=[
-                    m.ScopeMetrics(
-                        metrics=[
-                            m.Metric(
-                                name="nan",
-                                gauge=m.Gauge(data_points=[m.NumberDataPoint(as_double=math.nan)]),
-                            )
-                        ]
-                    )
-                ]
-            )
-        ]
-    )
-    assert math.isnan(decode_record(data.SerializeToString(), client_headers())[0]["value"])
+    nan = m.Metric(name="nan", gauge=m.Gauge(data_points=[m.NumberDataPoint(as_double=math.nan)]))
+    assert math.isnan(decode_record(metrics_payload(nan), client_headers())[0]["value"])
 
 
 def test_unknown_value_format_is_refused() -> None:
