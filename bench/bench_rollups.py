@@ -35,6 +35,7 @@ import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -190,17 +191,35 @@ COPY (
 """
 
 
+def generate_once(
+    root: Path, generate: Callable[[Path], dict[str, int]]
+) -> tuple[dict[str, int], float] | None:
+    """Run ``generate(root)`` unless a run before finished it: its summary and seconds, or None when reused.
+
+    The marker (the summary) is written last, so a run cut short is generated again from scratch.
+    """
+    marker = root / "GENERATED.json"
+    if marker.exists():
+        return None
+    shutil.rmtree(root, ignore_errors=True)
+    began = time.perf_counter()
+    summary = generate(root)
+    marker.write_text(json.dumps(summary))
+    return summary, time.perf_counter() - began
+
+
 def ensure_landing(data_dir: Path, points: int) -> Path:
     """Generate (once) a landing root with about ``points`` data points; reused across runs."""
     root = data_dir / f"landing-{points}"
-    marker = root / "GENERATED.json"
-    if marker.exists():
-        return root
-    shutil.rmtree(root, ignore_errors=True)
-    began = time.perf_counter()
-    rows = generate_fleet(root, START, hours=1, target_points=points, clients_per_chunk=500)
-    marker.write_text(json.dumps({"rows": rows}))
-    print(f"generated {rows:,} points in {time.perf_counter() - began:.1f} s under {root}", flush=True)
+    generated = generate_once(
+        root,
+        lambda into: {
+            "rows": generate_fleet(into, START, hours=1, target_points=points, clients_per_chunk=500)
+        },
+    )
+    if generated is not None:
+        summary, seconds = generated
+        print(f"generated {summary['rows']:,} points in {seconds:.1f} s under {root}", flush=True)
     return root
 
 
@@ -211,19 +230,15 @@ FLEET_START = START.replace(minute=20)
 def ensure_fleet_landing(data_dir: Path, shape: FleetShape) -> Path:
     """Land (once) the fleet-shaped zone; reused across runs."""
     root = data_dir / f"landing-fleet-{shape.instances}x{shape.duration_s}s"
-    marker = root / "GENERATED.json"
-    if marker.exists():
-        return root
-    shutil.rmtree(root, ignore_errors=True)
-    began = time.perf_counter()
-    counts = land_fleet(root, FLEET_START, shape)
-    marker.write_text(json.dumps(counts))
-    files = len(list((root / "datapoints").rglob("*.parquet")))
-    print(
-        f"landed the fleet's zone: {counts['points']:,} points, {counts['instances']:,} instances, "
-        f"{files:,} data files in {time.perf_counter() - began:.1f} s under {root}",
-        flush=True,
-    )
+    generated = generate_once(root, lambda into: land_fleet(into, FLEET_START, shape))
+    if generated is not None:
+        counts, seconds = generated
+        files = len(list((root / "datapoints").rglob("*.parquet")))
+        print(
+            f"landed the fleet's zone: {counts['points']:,} points, {counts['instances']:,} instances, "
+            f"{files:,} data files in {seconds:.1f} s under {root}",
+            flush=True,
+        )
     return root
 
 
