@@ -81,6 +81,16 @@ def _fake_cache(home: Path, version: KafkaVersion) -> dict[str, int]:
     return jars
 
 
+CLIENTS_JAR = Path("libs", "kafka-clients.jar")
+
+
+def _intact_v44(root: Path) -> Path:
+    """The home of an intact cached Kafka 4.4.0 under ``root``: the tests below break one part of it."""
+    home = distribution_home(V44, root)
+    _fake_cache(home, V44)
+    return home
+
+
 def test_an_intact_cache_is_accepted(tmp_path: Path) -> None:
     home = distribution_home(V44, tmp_path)
     jars = _fake_cache(home, V44)
@@ -94,26 +104,23 @@ def test_a_never_resolved_version_is_absent(tmp_path: Path) -> None:
 
 
 def test_a_missing_jar_is_reported_by_name(tmp_path: Path) -> None:
-    home = distribution_home(V44, tmp_path)
-    _fake_cache(home, V44)
-    (home / "libs" / "kafka-clients.jar").unlink()
+    home = _intact_v44(tmp_path)
+    (home / CLIENTS_JAR).unlink()
     with pytest.raises(BrokenCacheError, match=r"libs/kafka-clients.jar is missing"):
         check_distribution(home, V44)
 
 
 def test_a_truncated_jar_is_reported(tmp_path: Path) -> None:
-    home = distribution_home(V44, tmp_path)
-    _fake_cache(home, V44)
-    jar = home / "libs" / "kafka-clients.jar"
+    home = _intact_v44(tmp_path)
+    jar = home / CLIENTS_JAR
     jar.write_bytes(jar.read_bytes()[:40])
     with pytest.raises(BrokenCacheError, match=r"kafka-clients.jar has 40 bytes"):
         check_distribution(home, V44)
 
 
 def test_a_corrupt_jar_of_the_right_size_is_reported(tmp_path: Path) -> None:
-    home = distribution_home(V44, tmp_path)
-    _fake_cache(home, V44)
-    jar = home / "libs" / "kafka-clients.jar"
+    home = _intact_v44(tmp_path)
+    jar = home / CLIENTS_JAR
     jar.write_bytes(b"\0" * jar.stat().st_size)
     with pytest.raises(BrokenCacheError, match=r"kafka-clients.jar is not a jar"):
         check_distribution(home, V44)
@@ -127,9 +134,8 @@ def test_a_cache_without_manifest_is_broken(tmp_path: Path) -> None:
 
 
 def test_start_without_repair_tells_how_to_fix_a_broken_cache(tmp_path: Path) -> None:
-    home = distribution_home(V44, tmp_path)
-    _fake_cache(home, V44)
-    (home / "libs" / "kafka-clients.jar").unlink()
+    home = _intact_v44(tmp_path)
+    (home / CLIENTS_JAR).unlink()
     with pytest.raises(BrokenCacheError, match=r"run `kip714 local-kafka install --kafka-version 4.4.0`"):
         ensure_distribution(V44, root=tmp_path, repair=False)
 
@@ -137,9 +143,8 @@ def test_start_without_repair_tells_how_to_fix_a_broken_cache(tmp_path: Path) ->
 def test_repair_without_maven_fails_clearly_and_keeps_no_partial_folder(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    home = distribution_home(V44, tmp_path)
-    _fake_cache(home, V44)
-    (home / "libs" / "kafka-clients.jar").unlink()
+    home = _intact_v44(tmp_path)
+    (home / CLIENTS_JAR).unlink()
     missing_maven = tmp_path / "no-such-mvn"
     with pytest.raises(LocalKafkaError, match=r"could not run Maven \(.*no-such-mvn\)"):
         ensure_distribution(V44, root=tmp_path, repair=True, maven=str(missing_maven))
