@@ -18,14 +18,12 @@ import pytest
 from confluent_kafka import Producer
 from kip714_dev.local_kafka.cluster import LocalKafkaCluster
 from kip714_dev.local_kafka.tls import ca_location, make_keystore
+from plugin_topic import subscription
 from telemetry_helpers import client_headers, create_topic, producer_like_payload, read_dir
 
 from airflow_provider_kip714.contract.topic import Header
 from airflow_provider_kip714.hooks.telemetry_topic import TelemetryTopicHook
 from airflow_provider_kip714.native_switches import READER_ENV
-from airflow_provider_kip714.subscriptions.admin import ClientMetricsAdmin
-from airflow_provider_kip714.subscriptions.kafka_python_config import to_kafka_python_kwargs
-from airflow_provider_kip714.subscriptions.model import Subscription
 from airflow_provider_kip714.telemetry import landing_fetch
 from airflow_provider_kip714.telemetry.landing import LandingResult, land_topic
 from airflow_provider_kip714.telemetry.landing_fetch import software_identity
@@ -176,20 +174,14 @@ def test_the_lander_tells_the_broker_the_same_software_with_either_reader(
         producer.produce(topic, value=producer_like_payload(2, seed=index), headers=client_headers())
     assert producer.flush(30) == 0
     expected = {f"{prefix}-{reader}": reader for reader in ("native", "python")}
-    with ClientMetricsAdmin(to_kafka_python_kwargs(config)) as admin:
-        admin.upsert(
-            Subscription.from_spec(name, metrics="*", interval_ms=500, match=f"client_id={prefix}-.*")
-        )
-        try:
-            for client_id, reader in expected.items():
-                lander = {**config, "client.id": client_id, "enable.metrics.push": True}
-                deadline = time.monotonic() + 30
-                # a run shorter than the first push's jitter pushes nothing: land (an empty run) until it did
-                while not _identities(config, kafka_cluster.telemetry_topic, client_id):
-                    assert time.monotonic() < deadline, f"no push from the {reader} reader's client"
-                    _land(lander, topic, tmp_path / reader, reader)
-        finally:
-            admin.delete(name)
+    with subscription(kafka_cluster.bootstrap_servers, name, f"client_id={prefix}-.*", interval_ms=500):
+        for client_id, reader in expected.items():
+            lander = {**config, "client.id": client_id, "enable.metrics.push": True}
+            deadline = time.monotonic() + 30
+            # a run shorter than the first push's jitter pushes nothing: land (an empty run) until it did
+            while not _identities(config, kafka_cluster.telemetry_topic, client_id):
+                assert time.monotonic() < deadline, f"no push from the {reader} reader's client"
+                _land(lander, topic, tmp_path / reader, reader)
     seen = {
         client_id: _identities(config, kafka_cluster.telemetry_topic, client_id) for client_id in expected
     }

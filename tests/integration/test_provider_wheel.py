@@ -22,12 +22,10 @@ from typing import Any
 import pyarrow as pa
 import pytest
 from kip714_dev.local_kafka.cluster import LocalKafkaCluster
+from plugin_topic import subscription
 from telemetry_helpers import read_dir, run_librdkafka_clients
 
 from airflow_provider_kip714.hooks.telemetry_topic import TelemetryTopicHook
-from airflow_provider_kip714.subscriptions.admin import ClientMetricsAdmin
-from airflow_provider_kip714.subscriptions.kafka_python_config import to_kafka_python_kwargs
-from airflow_provider_kip714.subscriptions.model import Subscription
 from airflow_provider_kip714.telemetry.landing import land_topic
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -135,15 +133,8 @@ def test_real_pushes_land_with_the_python_decoder(
     bin_dir, env = installed
     config = kafka_cluster.client_config()
     prefix = f"wheel-{uuid.uuid4().hex[:8]}"
-    name = f"kip714-test-{prefix}"
-    with ClientMetricsAdmin(to_kafka_python_kwargs(config)) as admin:
-        admin.upsert(
-            Subscription.from_spec(name, metrics="*", interval_ms=1000, match=f"client_id={prefix}-.*")
-        )
-        try:
-            run_librdkafka_clients(config, prefix, seconds=4)
-        finally:
-            admin.delete(name)
+    with subscription(kafka_cluster.bootstrap_servers, f"kip714-test-{prefix}", f"client_id={prefix}-.*"):
+        run_librdkafka_clients(config, prefix, seconds=4)
     hook = TelemetryTopicHook(config=config, topic=kafka_cluster.telemetry_topic)
     assert any(
         dict(item.record.headers or []).get("kip714.client_id", b"").startswith(prefix.encode())

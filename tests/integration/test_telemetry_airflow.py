@@ -15,11 +15,8 @@ from pathlib import Path
 import pytest
 from dag_test_env import make_airflow_env
 from kip714_dev.local_kafka.cluster import LocalKafkaCluster
+from plugin_topic import subscription
 from telemetry_helpers import create_topic, good_records, produce_records, read_dir, run_librdkafka_clients
-
-from airflow_provider_kip714.subscriptions.admin import ClientMetricsAdmin
-from airflow_provider_kip714.subscriptions.kafka_python_config import to_kafka_python_kwargs
-from airflow_provider_kip714.subscriptions.model import Subscription
 
 pytestmark = pytest.mark.integration
 
@@ -56,25 +53,19 @@ def test_arrival_sensor_fires_when_matching_clients_push(
     config = kafka_cluster.client_config()
     prefix = f"arrive-{uuid.uuid4().hex[:8]}"
     name = f"kip714-test-{prefix}"
-    with ClientMetricsAdmin(to_kafka_python_kwargs(config)) as admin:
-        admin.upsert(
-            Subscription.from_spec(name, metrics="*", interval_ms=1000, match=f"client_id={prefix}-.*")
-        )
+    with subscription(kafka_cluster.bootstrap_servers, name, f"client_id={prefix}-.*"):
+        env = {
+            **airflow_env,
+            "KIP714_TEST_ARRIVAL_SUBSCRIPTION": name,  # reuse the subscription's match
+            "KIP714_TEST_ARRIVAL_TIMEOUT_S": "120",
+        }
+        # clients start only after the DAG run has started: the sensor must see records arriving later
+        clients = threading.Timer(8.0, run_librdkafka_clients, args=(config, prefix, 5.0))
+        clients.start()
         try:
-            env = {
-                **airflow_env,
-                "KIP714_TEST_ARRIVAL_SUBSCRIPTION": name,  # reuse the subscription's match
-                "KIP714_TEST_ARRIVAL_TIMEOUT_S": "120",
-            }
-            # clients start only after the DAG run has started: the sensor must see records arriving later
-            clients = threading.Timer(8.0, run_librdkafka_clients, args=(config, prefix, 5.0))
-            clients.start()
-            try:
-                summary, output = run_dag(env, "kip714_test_arrival")
-            finally:
-                clients.join()
+            summary, output = run_dag(env, "kip714_test_arrival")
         finally:
-            admin.delete(name)
+            clients.join()
     assert summary["state"] == "success", output[-3000:]
     seen = summary["xcom"]["wait_for_clients"]
     seen = json.loads(seen) if isinstance(seen, str) else seen

@@ -10,13 +10,11 @@ from pathlib import Path
 import pytest
 from kip714_dev.local_kafka.cluster import LocalKafkaCluster
 from opentelemetry.proto.metrics.v1.metrics_pb2 import MetricsData
+from plugin_topic import subscription
 from telemetry_helpers import JAVA_CLIENT_JAR, read_dir, run_java_client, run_librdkafka_clients
 
 from airflow_provider_kip714.decoding.decoder import count_points
 from airflow_provider_kip714.hooks.telemetry_topic import TelemetryTopicHook
-from airflow_provider_kip714.subscriptions.admin import ClientMetricsAdmin
-from airflow_provider_kip714.subscriptions.kafka_python_config import to_kafka_python_kwargs
-from airflow_provider_kip714.subscriptions.model import Subscription
 from airflow_provider_kip714.telemetry.landing import land_topic
 
 pytestmark = pytest.mark.integration
@@ -61,20 +59,13 @@ def test_real_client_pushes_land_with_every_point(kafka_cluster: LocalKafkaClust
         pytest.skip("broker plugin jar not built: run `make plugin`")
     config = kafka_cluster.client_config()
     prefix = f"land-{uuid.uuid4().hex[:8]}"
-    name = f"kip714-test-{prefix}"
-    with ClientMetricsAdmin(to_kafka_python_kwargs(config)) as admin:
-        admin.upsert(
-            Subscription.from_spec(name, metrics="*", interval_ms=1000, match=f"client_id={prefix}-.*")
-        )
-        try:
-            client_ids = set(run_librdkafka_clients(config, prefix, seconds=6).values())
-            if JAVA_CLIENT_JAR.exists():
-                java_lines = run_java_client(kafka_cluster.bootstrap_servers, f"{prefix}-java", seconds=8)
-                client_ids |= {line["client_id"] for line in java_lines}
-            hook = TelemetryTopicHook(config=config, topic=kafka_cluster.telemetry_topic)
-            _wait_for_clients(hook, client_ids, limit_s=60)
-        finally:
-            admin.delete(name)
+    with subscription(kafka_cluster.bootstrap_servers, f"kip714-test-{prefix}", f"client_id={prefix}-.*"):
+        client_ids = set(run_librdkafka_clients(config, prefix, seconds=6).values())
+        if JAVA_CLIENT_JAR.exists():
+            java_lines = run_java_client(kafka_cluster.bootstrap_servers, f"{prefix}-java", seconds=8)
+            client_ids |= {line["client_id"] for line in java_lines}
+        hook = TelemetryTopicHook(config=config, topic=kafka_cluster.telemetry_topic)
+        _wait_for_clients(hook, client_ids, limit_s=60)
 
     out = tmp_path / "zone"
     result = land_topic(config, kafka_cluster.telemetry_topic, out, fsync=False)
