@@ -38,6 +38,9 @@ Figures:
 - CPU per cycle at the start of an almost empty hour against late in a full one, and their ratio;
 - ``--submit-cycle``: one more cycle with ``spark-submit --master local[2]`` instead of the server.
 
+``--every-s`` paces the cycles as ``KIP714_LIVE_EVERY`` does (one begins every so many seconds, or at once
+after one that overran): the trade of freshness for CPU. Airflow's own scheduling delay is not in it.
+
 Bounded: loopback only; the fleet stops after its phases (about ``--duration-s`` + 10 min). Prints the
 figures; exits 1 on an internal failure (a failed cycle, a model that disagrees with the tables), never
 on a missed target. The latest figures are in docs/benchmarks.md ("Live mode freshness").
@@ -481,9 +484,10 @@ def print_freshness(what: str, instances: int, values: list[float] | np.ndarray)
     print(f"freshness max: {most:.1f} s ({what}, {instances} instances)")
 
 
-def cpu_rate(cycles: list[Cycle]) -> float:
-    """CPU seconds per wall second of back-to-back cycles."""
-    span = cycles[-1].done - (cycles[0].done - cycles[0].wall)
+def cpu_rate(cycles: list[Cycle], every_s: float = 0.0) -> float:
+    """CPU seconds per wall second of consecutive cycles, each begun ``every_s`` after the one before (0:
+    back to back); the span ends when the next cycle would begin, so a paced run's idle time counts."""
+    span = max(cycles[-1].done, cycles[-1].began + every_s) - cycles[0].began
     return sum(c.cpu for c in cycles) / span
 
 
@@ -685,7 +689,8 @@ def cycles_beside(
     schedule: list[tuple[float, float]],
     prefill_s: float,
 ) -> int:
-    """Cycles back to back while the fleet runs, two more after it; then the figures."""
+    """Cycles while the fleet runs (back to back, or one per ``--every-s`` as ``KIP714_LIVE_EVERY`` runs
+    them), one more after it; then the figures."""
     warm_s, early_end, late_end = args.warmup_s, schedule[0][0], schedule[-1][0]
     normal_rate = args.instances / args.interval_s
     phase_of: list[str] = []
@@ -694,6 +699,8 @@ def cycles_beside(
     while time.time() < fleet_end + args.interval_s:
         began = time.time() - started
         cycle = live.cycle()
+        # a cycle that overran its interval is followed at once, as the DAG's next run would be
+        time.sleep(max(0.0, started + began + args.every_s - time.time()))
         phase = (
             "warm-up" if began < warm_s or len(live.cycles) <= args.warmup_cycles
             else "early" if began < early_end or not args.prefill_minutes
@@ -787,9 +794,11 @@ def figures(
     else:
         print("no injected anomaly was found by any cycle")
         failed = 1
-    live_per_hour = cpu_rate(measured) * 3600
+    rate = cpu_rate(measured, args.every_s)
+    live_per_hour = rate * 3600
+    pace = f"one cycle per {args.every_s:g} s" if args.every_s else "back-to-back"
     print(
-        f"\nlive mode CPU: {cpu_rate(measured):.2f} cores over back-to-back early-hour cycles = "
+        f"\nlive mode CPU: {rate:.2f} cores over {pace} early-hour cycles = "
         f"{live_per_hour:.0f} CPU s per hour of telemetry ({normal_rate:.0f} pushes/s)"
     )
     failed |= report_cost(args, live, work, measured, phase_of, normal_rate, live_per_hour)
@@ -895,6 +904,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--late-s", type=float, default=420.0, help="late-hour seconds after the prefill (long cycles)"
     )
     parser.add_argument("--late-cycles", type=int, default=4)
+    parser.add_argument(
+        "--every-s",
+        type=float,
+        default=0.0,
+        help="a cycle every this many seconds, as KIP714_LIVE_EVERY (0: back to back, @continuous)",
+    )
     parser.add_argument("--submit-cycle", action="store_true", help="one more cycle with spark-submit")
     parser.add_argument("--keep", action="store_true", help="keep the work folder")
     parser.add_argument(
