@@ -521,7 +521,7 @@ def load_average() -> str:
 # ---- the run ---------------------------------------------------------------------------------------
 
 
-def hourly(live: Live, work: Path, pushes_per_s: float) -> dict[str, float]:
+def hourly(live: Live, work: Path, pushes_per_s: float) -> dict[str, Any]:
     """The hourly DAG over the same telemetry: the topic landed in one go, then its pipeline (same server)."""
     zone = work / "hourly" / "landing"
     cpu0, server0, wall0 = time.process_time(), process_cpu(live.server_pid), time.time()
@@ -541,10 +541,14 @@ def hourly(live: Live, work: Path, pushes_per_s: float) -> dict[str, float]:
         history="24h",
     )  # fmt: skip  (the kip714_rollups DAG's analytics task)
     env = {**spark_env(), REMOTE_ENV: live.server_url}
+    log_offset = live.log.stat().st_size if live.log.exists() else 0
     client = run_child(connect_command("pipeline", args), env, live.log)
     server = process_cpu(live.server_pid) - server0
     telemetry_s = len(pushes.offset) / pushes_per_s
+    read = pipeline_input(live.log, log_offset)
     return {
+        "input_mb": (read.get("input_bytes") or 0) / 1e6,
+        "how": "interpreted" if read.get("small_input_conf") else "generated code",
         "pushes": len(pushes.offset),
         "telemetry_s": telemetry_s,
         "landing_cpu": landing_cpu,
@@ -855,7 +859,8 @@ def report_cost(
     print(
         f"\nhourly DAG over the same topic ({cost['pushes']} pushes = {cost['telemetry_s'] / 60:.0f} min of "
         f"telemetry at {normal_rate:.0f} pushes/s, landed in one go, pipeline over {cost['hours']:.0f} "
-        f"hour(s) of 1m buckets on the same server): landing {cost['landing_cpu']:.1f} + client "
+        f"hour(s) of 1m buckets on the same server, read {cost['input_mb']:.1f} MB ({cost['how']})): "
+        f"landing {cost['landing_cpu']:.1f} + client "
         f"{cost['client_cpu']:.1f} + server {cost['server_cpu']:.1f} CPU s, {cost['wall']:.0f} s wall = "
         f"{cost['cpu_per_hour']:.0f} CPU s per hour of telemetry"
     )
