@@ -32,7 +32,8 @@ Figures:
 - freshness of the injected anomalies: from each breaching instance's first breaching push (its accept
   time in ``raw/``) to the end of the first cycle whose live ``anomalies`` table holds a row for it;
 - CPU: live mode's CPU (landing and detection in this process, the pipeline's client process, the
-  Connect server's JVM from ``/proc``) per hour of telemetry against the hourly DAG's for the same
+  Connect server's JVM from ``/proc``, between cycles too), over the early-hour cycles that read a whole
+  lookback (the cost it settles at), per hour of telemetry against the hourly DAG's for the same
   telemetry (the whole topic landed in one go into a fresh zone, the hourly pipeline over it on the
   same server, scaled to an hour by pushes);
 - CPU per cycle at the start of an almost empty hour against late in a full one, and their ratio;
@@ -265,6 +266,9 @@ class Cycle:
     cpu_local: float
     cpu_client: float
     cpu_server: float
+    server_cpu_before: float
+    """The server JVM's CPU seconds when the cycle began (0 for a ``spark-submit`` cycle): the difference
+    between two cycles' readings also counts what the server did between them (GC, cleanup, JIT)."""
     wall: float
     rollup_gauge_points: int
     anomaly_instances: set[str]
@@ -360,6 +364,7 @@ class Live:
             cpu_local=cpu_local,
             cpu_client=client,
             cpu_server=cpu_server,
+            server_cpu_before=server0 if not submit else 0.0,
             wall=done - wall0,
             rollup_gauge_points=self.rollup_gauge_points(plan.start, plan.end),
             anomaly_instances=self.anomaly_instances(plan.start, plan.end),
@@ -484,11 +489,20 @@ def print_freshness(what: str, instances: int, values: list[float] | np.ndarray)
     print(f"freshness max: {most:.1f} s ({what}, {instances} instances)")
 
 
-def cpu_rate(cycles: list[Cycle], every_s: float = 0.0) -> float:
-    """CPU seconds per wall second of consecutive cycles, each begun ``every_s`` after the one before (0:
-    back to back); the span ends when the next cycle would begin, so a paced run's idle time counts."""
-    span = max(cycles[-1].done, cycles[-1].began + every_s) - cycles[0].began
-    return sum(c.cpu for c in cycles) / span
+def cpu_rate(cycles: list[Cycle]) -> float:
+    """CPU seconds per wall second from the first of these consecutive cycles' start to the last one's end:
+    the cycles' own CPU, and the server's between them too (paced cycles leave it idle but not at rest)."""
+    first, last = cycles[0], cycles[-1]
+    span = last.done - (first.done - first.wall)
+    server = last.server_cpu_before + last.cpu_server - first.server_cpu_before
+    return (sum(c.cpu_local + c.cpu_client for c in cycles) + server) / span
+
+
+def full_window(cycles: list[Cycle], live_since: float, lookback: timedelta) -> list[Cycle]:
+    """Those of ``cycles`` that began once a whole lookback (and ``begin_cycle``'s minute of clock slack) of
+    chunks had landed since live mode's first cycle began (``live_since``): each reads as much as any later
+    one, so together they show the cost live mode settles at."""
+    return [c for c in cycles if c.began >= live_since + lookback.total_seconds() + 60]
 
 
 def pipeline_input(log: Path, offset: int) -> dict[str, Any]:
@@ -547,8 +561,12 @@ def hourly(live: Live, work: Path, pushes_per_s: float) -> dict[str, Any]:
     telemetry_s = len(pushes.offset) / pushes_per_s
     read = pipeline_input(live.log, log_offset)
     return {
-        "input_mb": (read.get("input_bytes") or 0) / 1e6,
-        "how": "interpreted" if read.get("small_input_conf") else "generated code",
+        "read": (
+            f"read {read['input_bytes'] / 1e6:.1f} MB "
+            f"({'interpreted' if read.get('small_input_conf') else 'generated code'})"
+            if read.get("input_bytes") is not None
+            else "input not reported"
+        ),
         "pushes": len(pushes.offset),
         "telemetry_s": telemetry_s,
         "landing_cpu": landing_cpu,
@@ -703,8 +721,6 @@ def cycles_beside(
     while time.time() < fleet_end + args.interval_s:
         began = time.time() - started
         cycle = live.cycle()
-        # a cycle that overran its interval is followed at once, as the DAG's next run would be
-        time.sleep(max(0.0, started + began + args.every_s - time.time()))
         phase = (
             "warm-up" if began < warm_s or len(live.cycles) <= args.warmup_cycles
             else "early" if began < early_end or not args.prefill_minutes
@@ -713,6 +729,8 @@ def cycles_beside(
         )  # fmt: skip
         phase_of.append(phase)
         print(f"[{phase} {began:.0f} s, load {load_average()}] {describe(cycle)}", flush=True)
+        # a cycle that overran its interval is followed at once, as the DAG's next run would be
+        time.sleep(max(0.0, started + began + args.every_s - time.time()))
     for _ in range(1):  # begins after the fleet's last push: reads what the last cycle did not land
         cycle = live.cycle()
         phase_of.append("tail")
@@ -798,13 +816,22 @@ def figures(
     else:
         print("no injected anomaly was found by any cycle")
         failed = 1
-    rate = cpu_rate(measured, args.every_s)
-    live_per_hour = rate * 3600
     pace = f"one cycle per {args.every_s:g} s" if args.every_s else "back-to-back"
+    rate = cpu_rate(measured)
     print(
-        f"\nlive mode CPU: {rate:.2f} cores over {pace} early-hour cycles = "
-        f"{live_per_hour:.0f} CPU s per hour of telemetry ({normal_rate:.0f} pushes/s)"
+        f"\nlive mode CPU: {rate:.2f} cores over {len(measured)} {pace} early-hour cycles = "
+        f"{rate * 3600:.0f} CPU s per hour of telemetry ({normal_rate:.0f} pushes/s)"
     )
+    settled = full_window(measured, live.cycles[0].began, live.settings.lookback)
+    if len(settled) > 1:  # the figure compared with the hourly DAG: what live mode costs once settled
+        rate = cpu_rate(settled)
+        print(
+            f"live mode CPU once each cycle reads a whole lookback: {rate:.2f} cores over {len(settled)} "
+            f"cycles ({settled[0].number}-{settled[-1].number}) = {rate * 3600:.0f} CPU s per hour"
+        )
+    else:
+        print("fewer than 2 early-hour cycles read a whole lookback (raise --duration-s): all of them count")
+    live_per_hour = rate * 3600
     failed |= report_cost(args, live, work, measured, phase_of, normal_rate, live_per_hour)
     return failed
 
@@ -859,7 +886,7 @@ def report_cost(
     print(
         f"\nhourly DAG over the same topic ({cost['pushes']} pushes = {cost['telemetry_s'] / 60:.0f} min of "
         f"telemetry at {normal_rate:.0f} pushes/s, landed in one go, pipeline over {cost['hours']:.0f} "
-        f"hour(s) of 1m buckets on the same server, read {cost['input_mb']:.1f} MB ({cost['how']})): "
+        f"hour(s) of 1m buckets on the same server, {cost['read']}): "
         f"landing {cost['landing_cpu']:.1f} + client "
         f"{cost['client_cpu']:.1f} + server {cost['server_cpu']:.1f} CPU s, {cost['wall']:.0f} s wall = "
         f"{cost['cpu_per_hour']:.0f} CPU s per hour of telemetry"
