@@ -69,9 +69,10 @@ costs its compiles once per run. The whole pipeline in a fresh ``PERFORMANCE_CON
 at 1.44M points (19 MB) (``docs/spark-apps.md``). Landed points take 9-34 bytes each (a fleet's
 repeated values 9-24, denser as it grows; the demo's real clients 17; random synthetic values 34), so
 16 MB is 0.5-1.8M points. A live cycle reads only its recent chunks: 0.2-3.7 MB at 1,000 instances,
-so interpreted (a 2.6 MB cycle: 29-32 s of CPU against 44-47 s with generated code and the Connect
-server's shuffle settings); at 10,000 instances most cycles read more than 16 MB, so generated code
-(a 27 MB cycle: 260 s against 505 s interpreted). The 5-minute zone of a 10,000-instance fleet (45 MB)
+so interpreted (a 2.6 MB cycle: 29-32 s of CPU against 44-47 s with generated code, 2 shuffle
+partitions and adaptive execution off); at 10,000 instances most cycles read more than 16 MB, so
+generated code (3 minutes of a 10,000-instance fleet: 260 s against 505 s with these settings, whose
+persisted read did not fit a 2 GB driver). The 5-minute zone of a 10,000-instance fleet (45 MB)
 runs with generated code at a third of the CPU (``docs/benchmarks.md``)."""
 SMALL_INPUT_CONF = {
     # interpreted expressions and operators: Janino compiled ~280 classes (12-50 s of CPU on a loaded
