@@ -14,9 +14,9 @@ The lookback bounds a cycle's work: each cycle reads the landing chunks of the l
 cycle of slack), never the whole hour, so its cost does not grow with the minute of the hour. It must
 cover a few push intervals of the clients (silent-client detection) and the breach duration.
 
-A cycle has a fixed cost (on 2 cores about 16 s and 28 s of CPU with nothing new, docs/benchmarks.md):
-back to back, cycles keep most of a small machine busy. ``KIP714_LIVE_EVERY`` trades freshness for that
-CPU: one cycle per interval.
+A cycle costs what its lookback holds (at 1,000 instances on 2 cores, 17 s of CPU with almost nothing
+in it, 37-48 s with a full one, docs/benchmarks.md): back to back, cycles keep most of a small machine
+busy. ``KIP714_LIVE_EVERY`` trades freshness for that CPU: one cycle per interval (docs/live.md, "Sizing").
 """
 
 from __future__ import annotations
