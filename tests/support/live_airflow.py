@@ -529,6 +529,12 @@ def live_environment(home: Path, dags_folder: Path, port: int, passwords: Path) 
         "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "5",
         "AIRFLOW__DAG_PROCESSOR__MIN_FILE_PROCESS_INTERVAL": "30",
         "AIRFLOW__SCHEDULER__SCHEDULER_HEARTBEAT_SEC": "2",
+        # a scheduler killed between queueing a task and its executor starting it leaves the task queued
+        # under a job whose heartbeat is still fresh when the new scheduler starts: the new one resets
+        # it at its next orphan check only once that heartbeat is older than the health threshold, by
+        # default 300 s and 30 s later (seen: a live run stalled 5 minutes after a scheduler restart)
+        "AIRFLOW__SCHEDULER__ORPHANED_TASKS_CHECK_INTERVAL": "15",
+        "AIRFLOW__SCHEDULER__SCHEDULER_HEALTH_CHECK_THRESHOLD": "20",
         # tasks talk to the API server (Execution API): under load, wait for it rather than fail
         "AIRFLOW__WORKERS__EXECUTION_API_TIMEOUT": "120",
         "AIRFLOW__WORKERS__EXECUTION_API_RETRIES": "10",
