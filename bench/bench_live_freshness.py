@@ -490,12 +490,15 @@ def print_freshness(what: str, instances: int, values: list[float] | np.ndarray)
 
 
 def cpu_rate(cycles: list[Cycle]) -> float:
-    """CPU seconds per wall second from the first of these consecutive cycles' start to the last one's end:
-    the cycles' own CPU, and the server's between them too (paced cycles leave it idle but not at rest)."""
+    """CPU seconds per wall second over whole periods, from the first of these consecutive cycles' start to
+    the last one's: each earlier cycle's own CPU and the server's until the next began (paced cycles leave
+    it idle, not at rest). One cycle alone: its own CPU over its own time."""
     first, last = cycles[0], cycles[-1]
-    span = last.done - (first.done - first.wall)
-    server = last.server_cpu_before + last.cpu_server - first.server_cpu_before
-    return (sum(c.cpu_local + c.cpu_client for c in cycles) + server) / span
+    if len(cycles) == 1:
+        return first.cpu / first.wall
+    span = (last.done - last.wall) - (first.done - first.wall)
+    server = last.server_cpu_before - first.server_cpu_before
+    return (sum(c.cpu_local + c.cpu_client for c in cycles[:-1]) + server) / span
 
 
 def full_window(cycles: list[Cycle], live_since: float, lookback: timedelta) -> list[Cycle]:
