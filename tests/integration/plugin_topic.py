@@ -110,16 +110,15 @@ def read_topic(
 def caught_up(
     also: Callable[[list[TopicRecord]], bool] = lambda _records: True,
 ) -> Callable[[list[TopicRecord]], bool]:
-    """A ``read_topic`` condition: records were read, then a consume round brought nothing new (the reader
-    has reached the topic's end as it stood), and ``also`` holds. ``read_topic`` asks its condition after
-    every round of at most 500 records, so a condition that is always true returns the first round only.
-    (The topic is never empty here: every broker's plugin writes its own records every 10 s.)"""
+    """A ``read_topic`` condition: a consume round brought nothing new (the reader has reached the
+    topic's end as it stood), and ``also`` holds. ``read_topic`` asks its condition after every round of
+    at most 500 records, so a condition that is always true returns the first round only."""
     seen = -1
 
     def until(records: list[TopicRecord]) -> bool:
         nonlocal seen
         settled, seen = len(records) == seen, len(records)
-        return settled and bool(records) and also(records)
+        return settled and also(records)
 
     return until
 
