@@ -107,22 +107,6 @@ def read_topic(
     raise AssertionError(f"condition not met within {timeout_s}s; saw {len(records)} records of {kinds}")
 
 
-def caught_up(
-    also: Callable[[list[TopicRecord]], bool] = lambda _records: True,
-) -> Callable[[list[TopicRecord]], bool]:
-    """A ``read_topic`` condition: a consume round brought nothing new (the reader has reached the
-    topic's end as it stood), and ``also`` holds. ``read_topic`` asks its condition after every round of
-    at most 500 records, so a condition that is always true returns the first round only."""
-    seen = -1
-
-    def until(records: list[TopicRecord]) -> bool:
-        nonlocal seen
-        settled, seen = len(records) == seen, len(records)
-        return settled and also(records)
-
-    return until
-
-
 def client_records(records: list[TopicRecord], client_id: str) -> list[TopicRecord]:
     return [r for r in records if not r.is_broker and r.headers.get(Header.CLIENT_ID) == client_id]
 
