@@ -968,11 +968,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         and 0.5 <= args.prefill_interval_s <= args.interval_s
         and 0 <= args.late_s <= 3600
         and 1 <= args.late_cycles <= 20
+        and 0 <= args.every_s <= 3600  # also false for NaN
     ):
         parser.error(
             "--instances 3..20000, --processes 1..16, --brokers 1 or 3, --interval-s 1..60, "
             "--duration-s 30..1800, --breaches 0..20, --prefill-minutes 0..60, "
-            "--prefill-interval-s 0.5..--interval-s, --late-s 0..3600, --late-cycles 1..20"
+            "--prefill-interval-s 0.5..--interval-s, --late-s 0..3600, --late-cycles 1..20, --every-s 0..3600"
         )
     if args.breaches and args.instances // args.processes < args.breaches + 3:
         parser.error("--breaches: every load process needs at least 3 peers per breaching instance")
