@@ -24,6 +24,8 @@ class TopicRecord:
     value: bytes
     headers: dict[str, str]
     timestamp_ms: int
+    partition: int = 0
+    offset: int = 0
 
     @property
     def is_broker(self) -> bool:
@@ -97,6 +99,8 @@ def read_topic(
                         value=message.value() or b"",
                         headers={k: (v or b"").decode() for k, v in (message.headers() or [])},
                         timestamp_ms=message.timestamp()[1],
+                        partition=message.partition(),
+                        offset=message.offset(),
                     )
                 )
             if until(records):
@@ -105,6 +109,37 @@ def read_topic(
         consumer.close()
     kinds = {(r.headers.get(Header.TYPE), r.headers.get(Header.CLIENT_ID)) for r in records}
     raise AssertionError(f"condition not met within {timeout_s}s; saw {len(records)} records of {kinds}")
+
+
+def read_to_end(
+    bootstrap: str, timeout_s: float = 30.0, topic: str = DEFAULT_TELEMETRY_TOPIC
+) -> list[TopicRecord]:
+    """Every record up to the end offsets taken before the read begins.
+
+    A topic clients keep pushing to has no end to wait for, and one consume round (``until`` always true)
+    stops wherever its batch of 500 ends: a test looking for the newest pushes needs a fixed end."""
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"plugin-test-ends-{uuid.uuid4().hex[:8]}",
+            "enable.metrics.push": False,
+        }
+    )
+    try:
+        partitions = consumer.list_topics(topic, timeout=10).topics[topic].partitions
+        ends = {
+            p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in partitions
+        }
+    finally:
+        consumer.close()
+
+    def reached(records: list[TopicRecord]) -> bool:
+        last: dict[int, int] = {}
+        for record in records:
+            last[record.partition] = max(last.get(record.partition, -1), record.offset)
+        return all(last.get(partition, -1) >= end - 1 for partition, end in ends.items() if end > 0)
+
+    return read_topic(bootstrap, until=reached, timeout_s=timeout_s, topic=topic)
 
 
 def client_records(records: list[TopicRecord], client_id: str) -> list[TopicRecord]:

@@ -20,7 +20,7 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 from kip714_dev.local_kafka.cluster import LocalKafkaCluster
 from kip714_dev.local_kafka.cluster_factory import LocalKafkaClusterFactory
-from plugin_topic import broker_records, read_topic, subscription, wait_for
+from plugin_topic import broker_records, read_to_end, read_topic, subscription, wait_for
 from telemetry_helpers import offsets_by_partition, read_dir
 
 from airflow_provider_kip714.contract.topic import Header
@@ -53,7 +53,7 @@ def _producer(cluster: LocalKafkaCluster, client_id: str) -> Producer:
 
 def _push_nodes(cluster: LocalKafkaCluster, prefix: str) -> dict[str, set[str]]:
     """client id -> the node ids whose plugin wrote that client's pushes, read from the topic now."""
-    records = read_topic(cluster.bootstrap_servers, until=lambda _records: True, timeout_s=10)
+    records = read_to_end(cluster.bootstrap_servers, timeout_s=10)
     nodes: dict[str, set[str]] = {}
     for record in records:
         client_id = record.headers.get(Header.CLIENT_ID, "")
@@ -149,7 +149,7 @@ def test_a_killed_telemetry_broker_fails_over_without_duplicates_or_gaps(
 
     pushes = [
         r
-        for r in read_topic(three_brokers.bootstrap_servers, until=lambda _rs: True, timeout_s=15)
+        for r in read_to_end(three_brokers.bootstrap_servers, timeout_s=15)
         if r.headers.get(Header.CLIENT_ID) == client_id
     ]
     after = sorted(r.timestamp_ms for r in pushes if r.timestamp_ms > killed_at_ms)
