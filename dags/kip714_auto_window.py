@@ -2,7 +2,8 @@
 
 Off unless the Airflow Variable ``kip714_auto_windows`` says ``{"enabled": true}`` (settings and
 guardrails: ``troubleshooting/auto_window.py``, docs/live.md). Scheduled on the ``kip714_findings``
-asset:
+asset, and every five minutes: each run also reads the asset's events of the last 15 minutes
+(``RECONCILE_WINDOW``), since Airflow may attach an event to another run than its own, or to none:
 
     plan_windows (guardrails; records each window in <root>/live/auto_windows.json; keeps live mode's
         rows of the finding for the run's report: findings/evidence.py)
@@ -19,7 +20,14 @@ from datetime import UTC, datetime
 from typing import Any
 
 from airflow.providers.standard.operators.trigger_dagrun import TriggerDagRunOperator
-from airflow.sdk import DAG, Variable, get_current_context, task
+from airflow.sdk import (
+    DAG,
+    AssetOrTimeSchedule,
+    CronTriggerTimetable,
+    Variable,
+    get_current_context,
+    task,
+)
 
 from airflow_provider_kip714.findings.announce import findings_asset
 from airflow_provider_kip714.findings.events import findings_of_events
@@ -27,8 +35,10 @@ from airflow_provider_kip714.findings.store import LiveStore
 from airflow_provider_kip714.storage.data_root import live_area
 from airflow_provider_kip714.troubleshooting.auto_window import (
     AUTO_WINDOWS_VARIABLE,
+    RECONCILE_WINDOW,
     TROUBLESHOOT_DAG_ID,
     AutoWindowSettings,
+    findings_to_plan,
     open_windows,
 )
 from airflow_provider_kip714.troubleshooting.guardrails import load_capabilities_of, visible_areas
@@ -36,7 +46,9 @@ from airflow_provider_kip714.troubleshooting.guardrails import load_capabilities
 with DAG(
     dag_id="kip714_auto_window",
     description="Open a 1 s kip714_troubleshoot window for the client a new finding names (opt-in)",
-    schedule=findings_asset(),  # as kip714_alerts
+    schedule=AssetOrTimeSchedule(  # as kip714_alerts
+        timetable=CronTriggerTimetable("*/5 * * * *", timezone="UTC"), assets=findings_asset()
+    ),
     start_date=datetime(2026, 1, 1, tzinfo=UTC),
     catchup=False,
     max_active_runs=1,  # one writer of auto_windows.json; the guardrails count what it holds
@@ -45,7 +57,7 @@ with DAG(
     doc_md=__doc__,
 ) as dag:
 
-    @task
+    @task(inlets=[findings_asset()])
     def plan() -> list[dict[str, Any]]:
         """The windows the guardrails allow, recorded before they are triggered; one line per refusal."""
         settings = AutoWindowSettings.from_json(Variable.get(AUTO_WINDOWS_VARIABLE, default=None))
@@ -54,13 +66,17 @@ with DAG(
                 f"kip714 auto-windows are off (Variable {AUTO_WINDOWS_VARIABLE}: enabled false)", flush=True
             )
             return []
-        findings, bad = findings_of_events(get_current_context()["triggering_asset_events"])
-        now = datetime.now(UTC)
+        context, now, store = get_current_context(), datetime.now(UTC), LiveStore()
+        triggering, bad = findings_of_events(context["triggering_asset_events"])
+        events = context["inlet_events"][findings_asset()].after((now - RECONCILE_WINDOW).isoformat())
+        recent, _ = findings_of_events({findings_asset(): list(events)})  # bad ones: counted once, above
+        findings = findings_to_plan(triggering, recent, set(store.ledger().open))
         plans = open_windows(
-            LiveStore(), findings, settings, load_capabilities_of(visible_areas()), now, live_area()
+            store, findings, settings, load_capabilities_of(visible_areas()), now, live_area()
         )
         print(
-            f"{len(findings)} finding(s), {bad} bad event(s), {len(plans.windows)} window(s) to open",
+            f"{len(triggering)} finding(s) triggered this run, {len(findings)} to plan with the recent "
+            f"events', {bad} bad event(s), {len(plans.windows)} window(s) to open",
             flush=True,
         )
         return [window.trigger_kwargs() for window in plans.windows]

@@ -57,6 +57,11 @@ HOUR: Final = timedelta(hours=1)
 EXPIRY_MARGIN: Final = timedelta(minutes=5)
 """An auto-window counts as open until its window plus this (landing and analysis after the window)."""
 REFUSING_KINDS: Final = frozenset({"no_matching_metric", "payload_too_large"})
+RECONCILE_WINDOW: Final = timedelta(minutes=15)
+"""How far back each run also reads the findings asset's events. Airflow may attach two events of one
+emitting task to different runs, or to none: on CI (2026-12-06) one live cycle announced two findings and
+the one ``kip714_auto_window`` run it triggered held only the first. A window opened later than this
+would mostly show the finding's aftermath."""
 
 
 class AutoWindowConfigError(Kip714Error, ValueError):
@@ -282,6 +287,24 @@ def bucket_for(interval_ms: int) -> str:
         if parse_duration(bucket, "bucket").total_seconds() * 1000 >= interval_ms:
             return bucket
     return BUCKETS[-1]
+
+
+def findings_to_plan(
+    triggering: Sequence[Finding], recent: Sequence[Finding], still_open: set[str]
+) -> list[Finding]:
+    """The run's triggering findings, then the recent events' opened findings that are still open.
+
+    A recent finding was announced to some run, or to none (``RECONCILE_WINDOW``); planned again, one
+    with a window gets its plan back (the same run id, triggered again, a no-op) and one refused by a
+    guardrail is asked again, so a window refused for a cap opens once the cap allows, while its finding
+    lasts and its event is recent. One entry per finding id."""
+    chosen: dict[str, Finding] = {}
+    for finding in triggering:
+        chosen.setdefault(finding.finding_id, finding)
+    for finding in recent:
+        if finding.transition is Transition.OPENED and finding.finding_id in still_open:
+            chosen.setdefault(finding.finding_id, finding)
+    return list(chosen.values())
 
 
 def plan_windows(

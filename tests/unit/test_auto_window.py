@@ -22,6 +22,7 @@ from airflow_provider_kip714.troubleshooting.auto_window import (
     Refusal,
     WindowPlan,
     bucket_for,
+    findings_to_plan,
     open_windows,
     plan_window,
     plan_windows,
@@ -185,6 +186,24 @@ def test_open_windows_records_each_new_window_once_and_counts_the_records(tmp_pa
     assert [w.new for w in again.windows] == [False]  # finding 1's window, triggered again
     assert [r.guardrail for r in again.refusals] == ["max_open"]  # two are open already
     assert len(store.auto_windows()) == 2
+
+
+def test_a_finding_whose_event_triggered_another_run_or_none_still_gets_its_window(tmp_path: object) -> None:
+    """Seen on CI: one live cycle announced two findings, and the one run it triggered held only the first.
+    The next run plans the recent events' opened findings that are still open, each once."""
+    store = LiveStore(tmp_path)  # type: ignore[arg-type]
+    first, second, gone = finding(1), finding(2), finding(3)
+    open_windows(store, [first], ON, CAPABILITIES, NOW)
+    recent = [first, second, gone, gone.resolved(NOW), second]
+    chosen = findings_to_plan([], recent, {first.finding_id, second.finding_id})
+    assert [f.finding_id for f in chosen] == [first.finding_id, second.finding_id]  # finding 3 ended
+    later = open_windows(store, chosen, ON, CAPABILITIES, NOW + timedelta(minutes=5))
+    assert [(w.finding.finding_id, w.new) for w in later.windows] == [
+        (first.finding_id, False),  # its window again: the same run id, already triggered
+        (second.finding_id, True),
+    ]
+    # the triggering findings come first and are planned even when the ledger does not list them (yet)
+    assert findings_to_plan([gone], [first], {first.finding_id}) == [gone, first]
 
 
 @pytest.mark.parametrize(
