@@ -74,9 +74,11 @@ with DAG(
         plans = open_windows(
             store, findings, settings, load_capabilities_of(visible_areas()), now, live_area()
         )
+        new = sum(window.new for window in plans.windows)
         print(
-            f"{len(triggering)} finding(s) triggered this run, {len(findings)} to plan with the recent "
-            f"events', {bad} bad event(s), {len(plans.windows)} window(s) to open",
+            f"{len(triggering)} finding(s) triggered this run, {len(findings)} planned with the recent "
+            f"events' open ones, {bad} bad event(s): {new} window(s) to open, "
+            f"{len(plans.windows) - new} opened earlier (triggered again: no new run)",
             flush=True,
         )
         return [window.trigger_kwargs() for window in plans.windows]

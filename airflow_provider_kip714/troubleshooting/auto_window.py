@@ -350,7 +350,12 @@ def open_windows(
     if new:
         store.write_auto_windows([*history, *new])
     for window in plans.windows:
-        log.info("KIP714_AUTO_WINDOW opening %s for %s", window.run_id, window.record.client_instance_ids)
+        if window.new:
+            log.info("KIP714_AUTO_WINDOW opening %s for %s", window.run_id, window.record.client_instance_ids)
+        else:  # a retry, or a recent event planned again: the same run id, which already exists
+            log.info(
+                "KIP714_AUTO_WINDOW %s was opened at %s", window.run_id, window.record.opened_at.isoformat()
+            )
         if live is not None and window.new:  # a retry keeps what the first try kept
             kept = keep_evidence(window.finding, live)
             log.info("%s: live mode's rows kept for its report: %s", window.run_id, kept or "none")
