@@ -32,7 +32,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.ui.analytics_data import write_table
+from tests.ui.analytics_data import minute_bucket, write_table
 
 END = datetime(2026, 11, 27, 21, 0, tzinfo=UTC)
 BUCKETS = 30
@@ -78,9 +78,7 @@ def write_fleet(analytics: Path, clients: int) -> None:
             start = first + timedelta(minutes=minute)
             common = {
                 **who,
-                "bucket_start": start,
-                "bucket_end": start + timedelta(minutes=1),
-                "bucket_seconds": 60,
+                **minute_bucket(start),
                 "record_type": "client",
                 "resource_attributes": [("group_id", f"group-{index // 10}")],
                 "metric_type": "gauge",
@@ -178,9 +176,7 @@ def write_fleet(analytics: Path, clients: int) -> None:
         "broker_metrics",
         [
             {
-                "bucket_start": first + timedelta(minutes=m),
-                "bucket_end": first + timedelta(minutes=m + 1),
-                "bucket_seconds": 60,
+                **minute_bucket(first + timedelta(minutes=m)),
                 "cluster_id": "bench",
                 "broker_node_id": 1,
                 "instance_count": float(clients),

@@ -14,6 +14,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import pytest
 from kip714_dev.local_kafka.cluster import LocalKafkaCluster
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -21,14 +22,24 @@ DAGS = REPO_ROOT / "dags"
 RUNNER = Path(__file__).parent / "airflow_dag_runner.py"
 
 
+def kafka_connection(config: dict[str, Any]) -> str:
+    """An Airflow ``kafka`` connection to the librdkafka ``config``, as an ``AIRFLOW_CONN_*`` value."""
+    return json.dumps({"conn_type": "kafka", "extra": config})
+
+
+def use_kafka_connection(monkeypatch: pytest.MonkeyPatch, conn_id: str, config: dict[str, Any]) -> str:
+    """Make ``conn_id`` that connection for the test (through its environment); returns ``conn_id``."""
+    monkeypatch.setenv(f"AIRFLOW_CONN_{conn_id.upper()}", kafka_connection(config))
+    return conn_id
+
+
 def make_airflow_env(
     home: Path, data_dir: Path, kafka_cluster: LocalKafkaCluster, dags_folder: Path = DAGS
 ) -> dict[str, str]:
     """``isolated_airflow_env`` with ``kafka_default`` on the cluster and ``spark_default`` on local[2]."""
-    connection = {"conn_type": "kafka", "extra": kafka_cluster.client_config()}
     python_bin = str(Path(sys.executable).parent)
     extra = {
-        "AIRFLOW_CONN_KAFKA_DEFAULT": json.dumps(connection),
+        "AIRFLOW_CONN_KAFKA_DEFAULT": kafka_connection(kafka_cluster.client_config()),
         "AIRFLOW_CONN_SPARK_DEFAULT": json.dumps({"conn_type": "spark", "host": "local[2]"}),
         "KIP714_SPARK_BUILD_DIR": str(home / "spark-build"),
         "SPARK_LOCAL_IP": "127.0.0.1",

@@ -11,6 +11,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from dag_test_env import kafka_connection
 from kip714_dev.local_kafka.cluster import LocalKafkaCluster
 from kip714_dev.local_kafka.tls import ca_location, make_keystore
 from subscription_fixtures import unique
@@ -236,11 +237,10 @@ def test_cli_conn_id_reuses_an_airflow_connection(
     kafka_cluster: LocalKafkaCluster, admin: ClientMetricsAdmin, tmp_path: Path
 ) -> None:
     user = sorted(kafka_cluster.sasl_users)[0]
-    connection = {"conn_type": "kafka", "extra": kafka_cluster.client_config(sasl_user=user)}
     env = {
         **{key: value for key, value in os.environ.items() if not key.startswith("AIRFLOW")},
         "AIRFLOW_HOME": str(tmp_path),
-        "AIRFLOW_CONN_KIP714_CLI_TEST": json.dumps(connection),
+        "AIRFLOW_CONN_KIP714_CLI_TEST": kafka_connection(kafka_cluster.client_config(sasl_user=user)),
         "PYTHONPATH": str(REPO_ROOT),
     }
     name = unique("conn-id")

@@ -17,7 +17,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from dag_test_env import make_airflow_env
+from dag_test_env import kafka_connection, make_airflow_env
 from kip714_dev.local_kafka.cluster import LocalKafkaCluster
 from kip714_dev.local_kafka.cluster_factory import LocalKafkaClusterFactory
 
@@ -120,10 +120,10 @@ def test_dag_test_with_20s_window_leaves_no_subscription_and_no_secret_in_logs(
     label = f"dagtest-{uuid.uuid4().hex[:8]}"
     user = sorted(kafka_cluster.sasl_users)[0]
     password = kafka_cluster.sasl_users[user]
-    sasl_connection = {"conn_type": "kafka", "extra": kafka_cluster.client_config(sasl_user=user)}
     env = {
         **window_env(airflow_env, label, "20s"),
-        "AIRFLOW_CONN_KAFKA_DEFAULT": json.dumps(sasl_connection),  # through the SASL listener
+        # through the SASL listener
+        "AIRFLOW_CONN_KAFKA_DEFAULT": kafka_connection(kafka_cluster.client_config(sasl_user=user)),
         # kafka-python logs its whole config (password included) at DEBUG; we filter that record.
         # (Airflow's own supervisor logs MaskSecret requests verbatim at DEBUG, so only kafka goes DEBUG.)
         "AIRFLOW__LOGGING__NAMESPACE_LEVELS": "kafka=DEBUG airflow_provider_kip714=DEBUG",
@@ -219,7 +219,7 @@ def test_a_failed_create_on_an_unlisted_cluster_is_reaped_after_its_expiry(
     label = f"failedcreate-{uuid.uuid4().hex[:8]}"
     env = {
         **airflow_env,
-        "AIRFLOW_CONN_KAFKA_OTHER": json.dumps({"conn_type": "kafka", "extra": other.client_config()}),
+        "AIRFLOW_CONN_KAFKA_OTHER": kafka_connection(other.client_config()),
         "KIP714_TEST_CONN_ID": "kafka_other",
         "KIP714_TEST_LABEL": label,
         "KIP714_TEST_WINDOW": "15s",

@@ -10,6 +10,7 @@ import uuid
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from dag_test_env import use_kafka_connection
 from kip714_dev.local_kafka.cluster import LocalKafkaCluster
 
 from airflow_provider_kip714.exceptions import InvalidWindowNameError
@@ -28,9 +29,7 @@ CONN_ID = "kip714_trigger_test"
 
 @pytest.fixture
 def connection(kafka_cluster: LocalKafkaCluster, monkeypatch: pytest.MonkeyPatch) -> str:
-    extra = kafka_cluster.client_config()
-    monkeypatch.setenv(f"AIRFLOW_CONN_{CONN_ID.upper()}", json.dumps({"conn_type": "kafka", "extra": extra}))
-    return CONN_ID
+    return use_kafka_connection(monkeypatch, CONN_ID, kafka_cluster.client_config())
 
 
 async def first_event(trigger: ClientMetricsWindowTrigger) -> dict:

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 from airflow.sdk.bases.operator import TRIGGER_FAIL_REPR, TriggerFailureReason
 from airflow.sdk.exceptions import AirflowTaskTimeout, TaskDeferralTimeout, TaskDeferred
+from dag_test_env import use_kafka_connection
 from kip714_dev.local_kafka.cluster import LocalKafkaCluster
 
 from airflow_provider_kip714.clock import ManualClock
@@ -43,7 +44,7 @@ CONN_ID = "kip714_operator_test"
 @pytest.fixture
 def admin(kafka_cluster: LocalKafkaCluster, monkeypatch: pytest.MonkeyPatch) -> Iterator[ClientMetricsAdmin]:
     extra = kafka_cluster.client_config()
-    monkeypatch.setenv(f"AIRFLOW_CONN_{CONN_ID.upper()}", json.dumps({"conn_type": "kafka", "extra": extra}))
+    use_kafka_connection(monkeypatch, CONN_ID, extra)
     # The reaper's environment lists this cluster, so opening a window needs no Variable (no task context).
     monkeypatch.setenv("KIP714_REAPER_CONN_IDS", CONN_ID)
     with ClientMetricsAdmin(to_kafka_python_kwargs(extra)) as opened:

@@ -20,6 +20,7 @@ from typing import Any
 
 import pyarrow.dataset as ds
 import pytest
+from dag_test_env import kafka_connection
 from kip714_dev.local_kafka.cluster import LocalKafkaCluster
 from telemetry_helpers import run_librdkafka_clients
 from test_dags_troubleshoot import troubleshoot_conf
@@ -48,9 +49,7 @@ def live_airflow(
 ) -> Iterator[LiveAirflow]:
     home = tmp_path_factory.mktemp("live-airflow")
     env = {
-        "AIRFLOW_CONN_KAFKA_DEFAULT": json.dumps(
-            {"conn_type": "kafka", "extra": kafka_cluster.client_config()}
-        ),
+        "AIRFLOW_CONN_KAFKA_DEFAULT": kafka_connection(kafka_cluster.client_config()),
         "AIRFLOW_CONN_SPARK_DEFAULT": json.dumps({"conn_type": "spark", "host": "local[2]"}),
         "KIP714_DATA_DIR": str(home / "data"),
         "KIP714_SPARK_BUILD_DIR": str(home / "spark-build"),

@@ -10,6 +10,7 @@ import uuid
 from datetime import UTC, datetime
 
 import pytest
+from dag_test_env import use_kafka_connection
 from kip714_dev.local_kafka.cluster import LocalKafkaCluster
 from telemetry_helpers import client_headers, create_topic, produce_records, producer_like_payload
 
@@ -51,7 +52,7 @@ def test_trigger_reports_matching_clients_only_and_closes_its_consumer(
     kafka_cluster: LocalKafkaCluster, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     config = kafka_cluster.client_config()
-    monkeypatch.setenv("AIRFLOW_CONN_KAFKA_TRIGGER_TEST", json.dumps({"conn_type": "kafka", "extra": config}))
+    conn_id = use_kafka_connection(monkeypatch, "kafka_trigger_test", config)
     topic = create_topic(config, partitions=2, prefix="arrival")
     prefix = uuid.uuid4().hex[:6]
     payload = producer_like_payload(2)
@@ -76,7 +77,7 @@ def test_trigger_reports_matching_clients_only_and_closes_its_consumer(
     )
     common = {
         "since_ms": int(since.timestamp() * 1000),
-        "kafka_config_id": "kafka_trigger_test",
+        "kafka_config_id": conn_id,
         "topic": topic,
         "poll_interval": 0.5,
     }
@@ -117,7 +118,7 @@ def test_sensor_poke_mode_scans_from_since(
     from airflow_provider_kip714.sensors.telemetry_arrival import ClientTelemetryArrivalSensor
 
     config = kafka_cluster.client_config()
-    monkeypatch.setenv("AIRFLOW_CONN_KAFKA_POKE_TEST", json.dumps({"conn_type": "kafka", "extra": config}))
+    conn_id = use_kafka_connection(monkeypatch, "kafka_poke_test", config)
     topic = create_topic(config, partitions=1, prefix="poke")
     prefix = uuid.uuid4().hex[:6]
     since = datetime.now(UTC)
@@ -132,7 +133,7 @@ def test_sensor_poke_mode_scans_from_since(
             task_id=f"poke_{uuid.uuid4().hex[:6]}",
             match=selectors,
             since=since.isoformat(),
-            kafka_config_id="kafka_poke_test",
+            kafka_config_id=conn_id,
             topic=topic,
             deferrable=False,
             poke_interval=1,
@@ -150,7 +151,7 @@ def test_catastrophic_regex_does_not_stall_the_event_loop(
     """``(a+)+$`` against 28 a's and a '!' backtracks ~2**28 steps in Python's re (seconds per record);
     RE2 matches in linear time, so the loop the triggerer shares with every trigger keeps ticking."""
     config = kafka_cluster.client_config()
-    monkeypatch.setenv("AIRFLOW_CONN_KAFKA_REDOS_TEST", json.dumps({"conn_type": "kafka", "extra": config}))
+    conn_id = use_kafka_connection(monkeypatch, "kafka_redos_test", config)
     topic = create_topic(config, partitions=1, prefix="redos")
     hostile = "a" * 28 + "!"
     produce_records(
@@ -162,7 +163,7 @@ def test_catastrophic_regex_does_not_stall_the_event_loop(
         match=["client_id=(a+)+$"],
         since_ms=0,
         deadline_ms=int((time.time() + 4) * 1000),
-        kafka_config_id="kafka_redos_test",
+        kafka_config_id=conn_id,
         topic=topic,
         poll_interval=0.5,
     )

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+from collections.abc import Mapping
+from datetime import datetime, timedelta
 
 import delivery
 import pytest
+from pyspark.sql import Row
 
 from tests.spark.delivery_scenarios import write_delivery_scenario
 
@@ -31,6 +33,13 @@ def _of(rows, client):  # type: ignore[no-untyped-def]
     return {row["hour_start"].hour: row for row in rows if row["client_instance_id"] == client.instance_id}
 
 
+def _assert_silent_since(hours: Mapping[int, Row], last_push: datetime) -> None:
+    """Both hours of the run are ``silent`` since the client's last push (Spark gives naive UTC)."""
+    for hour in (13, 14):
+        assert hours[hour]["status"] == "silent"
+        assert hours[hour]["silent_since"].replace(tzinfo=last_push.tzinfo) == last_push
+
+
 def test_steady_client_is_ok_with_every_push_expected_and_landed(delivery_run):
     scenario, _, rows = delivery_run
     hours = _of(rows, scenario.steady)
@@ -45,10 +54,8 @@ def test_steady_client_is_ok_with_every_push_expected_and_landed(delivery_run):
 def test_killed_client_is_silent_since_its_last_push(delivery_run):
     scenario, summary, rows = delivery_run
     hours = _of(rows, scenario.killed)
-    last_push = scenario.killed_at - timedelta(seconds=5)
+    _assert_silent_since(hours, scenario.killed_at - timedelta(seconds=5))
     for hour in (13, 14):
-        assert hours[hour]["status"] == "silent"
-        assert hours[hour]["silent_since"].replace(tzinfo=scenario.start.tzinfo) == last_push
         assert "no terminating push" in hours[hour]["reason"]
     assert hours[13]["landed_pushes"] == 120 and hours[13]["expected_pushes"] == 360
     assert (hours[14]["landed_pushes"], hours[14]["expected_pushes"]) == (0, 360)
@@ -83,10 +90,7 @@ def test_a_killed_java_consumer_is_silent(delivery_run):
     stop is a silence, as for librdkafka."""
     scenario, _, rows = delivery_run
     hours = _of(rows, scenario.java_consumer_killed)
-    last_push = scenario.java_stopped_at - timedelta(seconds=5)
-    for hour in (13, 14):
-        assert hours[hour]["status"] == "silent"
-        assert hours[hour]["silent_since"].replace(tzinfo=scenario.start.tzinfo) == last_push
+    _assert_silent_since(hours, scenario.java_stopped_at - timedelta(seconds=5))
 
 
 def test_gap_is_flagged_in_its_hour_only(delivery_run):

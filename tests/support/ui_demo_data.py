@@ -12,7 +12,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from tests.ui.analytics_data import Landed, land_analytics, write_table
+from tests.ui.analytics_data import Landed, land_analytics, minute_bucket, write_table
 
 RDKAFKA = ("confluent-kafka-python", "2.16.0")
 JAVA = ("apache-kafka-java", "4.4.0")
@@ -45,9 +45,7 @@ def _audit_group_rollups(slow: dict[str, str], end: datetime, breach: datetime) 
             rows.append(
                 {
                     **who,
-                    "bucket_start": start,
-                    "bucket_end": start + timedelta(minutes=1),
-                    "bucket_seconds": 60,
+                    **minute_bucket(start),
                     "record_type": "client",
                     "resource_attributes": [("group_id", "audit")],
                     "metric_name": POLL_IDLE,

@@ -45,6 +45,11 @@ def arrow_schema(table: str) -> pa.Schema:
     return pa.schema([(f.name, arrow_type(f.dataType)) for f in OUTPUT_SCHEMAS[table].fields])
 
 
+def minute_bucket(start: datetime) -> dict[str, Any]:
+    """The bucket columns of the one-minute bucket from ``start`` (the apps' default ``--bucket 1m``)."""
+    return {"bucket_start": start, "bucket_end": start + timedelta(minutes=1), "bucket_seconds": 60}
+
+
 def write_table(analytics: Path, table: str, rows: Iterable[dict[str, Any]]) -> None:
     """Write rows (missing columns null) as ``<analytics>/<table>/date=.../hour=.../part-*.parquet``."""
     schema = arrow_schema(table)
@@ -92,9 +97,7 @@ def land_analytics(
     for index in range(buckets):
         start = first + timedelta(minutes=index)
         common = {
-            "bucket_start": start,
-            "bucket_end": start + timedelta(minutes=1),
-            "bucket_seconds": 60,
+            **minute_bucket(start),
             "record_type": "client",
             "listener": "PLAINTEXT",
             "broker_node_id": 1,
@@ -128,9 +131,7 @@ def land_analytics(
         )
         broker.append(
             {
-                "bucket_start": start,
-                "bucket_end": start + timedelta(minutes=1),
-                "bucket_seconds": 60,
+                **minute_bucket(start),
                 "cluster_id": "kip714-test",
                 "broker_node_id": 1,
                 "instance_count": 2.0,

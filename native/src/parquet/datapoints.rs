@@ -3,27 +3,9 @@
 use std::collections::HashMap;
 
 use super::columns::string_at;
-use super::schema::{schema_of, DATAPOINT_COLUMNS, T_DOUBLE, T_INT32, T_INT64};
+use super::schema::{schema_of, DATAPOINT_COLUMNS, LABEL_NAMES, T_DOUBLE, T_INT32, T_INT64};
 use super::writer::Writer;
 use crate::decode::{Columns, KIND_SUM};
-
-pub const LABEL_NAMES: [&str; 15] = [
-    "record_type",
-    "client_instance_id",
-    "client_instance_id_hex",
-    "client_id",
-    "client_software_name",
-    "client_software_version",
-    "client_source_address",
-    "client_source_port",
-    "principal",
-    "listener",
-    "node_id",
-    "cluster_id",
-    "subscription_id",
-    "push_interval_ms",
-    "terminating",
-];
 
 #[derive(Clone, Copy, PartialEq)]
 pub enum LabelKind {

@@ -28,10 +28,8 @@ mod thrift;
 mod writer;
 
 pub use columns::MapSet;
-pub use datapoints::{
-    label_kind, write_datapoints, HourFile, LabelKind, LabelValue, RecordInput, LABEL_NAMES,
-};
+pub use datapoints::{label_kind, write_datapoints, HourFile, LabelKind, LabelValue, RecordInput};
 #[cfg(feature = "parquet-crate")]
 pub(crate) use datapoints::{plan_hours, Levels};
 pub use raw::{write_raw, RawInput};
-pub use schema::{DATAPOINT_COLUMNS, RAW_COLUMNS, STATISTICS_COLUMNS};
+pub use schema::{DATAPOINT_COLUMNS, LABEL_NAMES, RAW_COLUMNS, STATISTICS_COLUMNS};
