@@ -81,7 +81,7 @@ def test_product_dags_import_cleanly(tmp_path: Path) -> None:
     assert rollups["kafka_conn_ids"] == ["kafka_default"]
     # one mapped reap task per cluster, the clusters read at run time (environment + recorded)
     assert dags["kip714_reaper"]["tasks"] == ["reap_expired_subscriptions", "window_clusters"]
-    # the findings' consumers: on the kip714_findings asset (alerts also every ten minutes, auto-windows every five)
+    # the findings' consumers: on the kip714_findings asset, and on a timer (alerts ten minutes, windows five)
     assert dags["kip714_alerts"]["tasks"] == ["send_alerts"]
     assert dags["kip714_alerts"]["schedule"] == "AssetOrTimeSchedule"
     assert dags["kip714_auto_window"]["tasks"] == ["open_window", "plan"]
