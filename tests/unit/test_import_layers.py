@@ -3,16 +3,11 @@
 Read from the source with ``ast`` (nothing is imported), so a cycle or a backwards import fails here
 with the offending modules named, before it shows up as an ImportError somewhere else. Imports under
 ``if TYPE_CHECKING:`` count too: a type-only cycle is still two modules that need each other to be read.
-
-The Rust modules of ``native/src`` are held to the same rule: their ``crate::`` and ``super::`` paths
-(outside ``#[cfg(test)]`` blocks) form a graph without cycles, and the Parquet writer's modules import
-only those before them, in the order its ``mod.rs`` states.
 """
 
 from __future__ import annotations
 
 import ast
-import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -162,75 +157,3 @@ def test_runtime_code_never_imports_tooling_or_tests(package: str, forbidden: tu
         if imported.split(".")[0] in forbidden
     )
     assert not offenders, "\n".join(offenders)
-
-
-NATIVE_SRC = REPO_ROOT / "native" / "src"
-PARQUET_ORDER = ("thrift", "rle", "schema", "writer", "columns", "datapoints", "raw")
-"""The order ``native/src/parquet/mod.rs`` states: each module imports only those before it."""
-_RUST_PATH = re.compile(r"\b(crate|super)((?:::[a-z_][a-z0-9_]*)+)")
-_RUST_COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.DOTALL)
-_RUST_CHILD_USE = re.compile(r"\buse\s+([a-z_][a-z0-9_]*)::")
-
-
-def _rust_module(path: Path) -> str:
-    """``lib.rs`` -> ``crate``; ``a.rs`` and ``a/mod.rs`` -> ``a``; ``a/b.rs`` -> ``a::b``."""
-    parts = path.relative_to(NATIVE_SRC).with_suffix("").parts
-    if parts in (("lib",), ("main",)):
-        return "crate"
-    return "::".join(parts[:-1] if parts[-1] == "mod" else parts)
-
-
-def _rust_code(path: Path) -> str:
-    """The file without comments and without its unit tests (their ``super::`` is the file itself)."""
-    text = _RUST_COMMENT.sub("", path.read_text())
-    return text.split("#[cfg(test)]\nmod tests", 1)[0]
-
-
-def _rust_graph() -> dict[str, set[str]]:
-    """Module -> the modules it names by path (the deepest module a path starts with)."""
-    files = {_rust_module(path): path for path in sorted(NATIVE_SRC.rglob("*.rs"))}
-    graph: dict[str, set[str]] = {}
-    for module, path in files.items():
-        parent = module.rpartition("::")[0] or "crate"
-        targets = set()
-        for anchor, rest in _RUST_PATH.findall(_rust_code(path)):
-            segments = rest.strip(":").split("::")
-            base = [] if anchor == "crate" or parent == "crate" else parent.split("::")
-            candidates = ["::".join([*base, *segments[:n]]) for n in range(len(segments), 0, -1)]
-            target = next((c for c in candidates if c in files), "crate" if not base else parent)
-            if target != module:
-                targets.add(target)
-        # a re-export of a child module (``pub use columns::MapSet`` in ``parquet/mod.rs``)
-        prefix = "" if module == "crate" else f"{module}::"
-        for child in _RUST_CHILD_USE.findall(_rust_code(path)):
-            if f"{prefix}{child}" in files:
-                targets.add(f"{prefix}{child}")
-        graph[module] = targets
-    return graph
-
-
-def test_rust_paths_are_read() -> None:
-    """The reader sees what the code names: ``python.rs`` calls into the reader and the writers."""
-    graph = _rust_graph()
-    assert {"reader", "parquet", "decode", "owned"} <= graph["python"]
-    assert {"parquet::rle", "parquet::schema", "parquet::writer"} <= graph["parquet::columns"]
-    assert {"parquet::datapoints", "parquet::raw"} <= graph["parquet"]  # its re-exports
-    assert _find_cycle({**graph, "parquet::thrift": {"parquet"}}) is not None  # a child naming its parent
-
-
-def test_no_cycle_between_rust_modules() -> None:
-    graph = _rust_graph()
-    assert _find_cycle(graph) is None, " -> ".join(_find_cycle(graph) or [])
-
-
-def test_the_parquet_modules_import_only_those_before_them() -> None:
-    graph = _rust_graph()
-    modules = sorted(m.removeprefix("parquet::") for m in graph if m.startswith("parquet::"))
-    assert sorted(PARQUET_ORDER) == modules, "update PARQUET_ORDER and the order in parquet/mod.rs"
-    backwards = sorted(
-        f"parquet::{module} -> {target}"
-        for index, module in enumerate(PARQUET_ORDER)
-        for target in graph[f"parquet::{module}"]
-        if target.startswith("parquet::") and target.removeprefix("parquet::") not in PARQUET_ORDER[:index]
-    )
-    assert not backwards, "\n".join(backwards)
