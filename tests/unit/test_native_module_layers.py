@@ -142,3 +142,20 @@ def test_a_cycle_through_an_inline_path_or_a_re_export_is_found(tmp_path: Path) 
     assert graph["pq::rle"] == set()  # a path inside a string is no import
     assert graph[ROOT] == {"pq::writer"}  # `pub use pq::writer::Out`; `mod` lines are no imports
     assert cycles(graph) == [["crate", "pq::writer"], ["python", "reader"]]
+
+
+PARQUET_ORDER = ("thrift", "rle", "schema", "writer", "columns", "datapoints", "raw")
+"""The order `parquet/mod.rs` states: each of the writer's modules imports only those before it."""
+
+
+def test_the_parquet_writers_modules_import_only_those_before_them() -> None:
+    graph = module_imports(SOURCE)
+    inside = sorted(module.removeprefix("parquet::") for module in graph if module.startswith("parquet::"))
+    assert inside == sorted(PARQUET_ORDER), "update PARQUET_ORDER and the order parquet/mod.rs states"
+    backwards = sorted(
+        f"parquet::{module} -> {target}"
+        for position, module in enumerate(PARQUET_ORDER)
+        for target in graph[f"parquet::{module}"]
+        if target.startswith("parquet") and target.removeprefix("parquet::") not in PARQUET_ORDER[:position]
+    )
+    assert not backwards, "\n".join(backwards)
