@@ -69,8 +69,12 @@ with DAG(
         context, now, store = get_current_context(), datetime.now(UTC), LiveStore()
         triggering, bad = findings_of_events(context["triggering_asset_events"])
         events = context["inlet_events"][findings_asset()].after((now - RECONCILE_WINDOW).isoformat())
-        recent, _ = findings_of_events({findings_asset(): list(events)})  # bad ones: counted once, above
+        # the recent events' bad ones are logged again (each run reads them) but counted once, above
+        recent, _ = findings_of_events({findings_asset(): list(events)})
         findings = findings_to_plan(triggering, recent, set(store.ledger().open))
+        if not findings:  # most timer runs: nothing to plan, no capabilities to read
+            print(f"{len(triggering)} finding(s) triggered this run, none to plan, {bad} bad event(s)")
+            return []
         plans = open_windows(
             store, findings, settings, load_capabilities_of(visible_areas()), now, live_area()
         )
@@ -78,7 +82,7 @@ with DAG(
         print(
             f"{len(triggering)} finding(s) triggered this run, {len(findings)} planned with the recent "
             f"events' open ones, {bad} bad event(s): {new} window(s) to open, "
-            f"{len(plans.windows) - new} opened earlier (triggered again: no new run)",
+            f"{len(plans.windows) - new} recorded earlier (triggered again: a run only if missing)",
             flush=True,
         )
         return [window.trigger_kwargs() for window in plans.windows]

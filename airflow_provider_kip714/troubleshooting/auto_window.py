@@ -295,12 +295,15 @@ def findings_to_plan(
     """The run's triggering findings, then the recent events' opened findings that are still open.
 
     A recent finding was announced to some run, or to none (``RECONCILE_WINDOW``); planned again, one
-    with a window gets its plan back (the same run id, triggered again, a no-op) and one refused by a
-    guardrail is asked again, so a window refused for a cap opens once the cap allows, while its finding
-    lasts and its event is recent. One entry per finding id."""
+    with a window gets its plan back (the same run id, triggered again: a no-op once the run exists) and
+    one refused by a guardrail is asked again, so a window refused for a cap opens once the cap allows,
+    while its finding lasts and its event is recent. A triggering finding whose end is among the recent
+    events (its run was queued behind others) is left out. One entry per finding id."""
+    ended = {f.finding_id for f in recent if f.transition is Transition.RESOLVED}
     chosen: dict[str, Finding] = {}
     for finding in triggering:
-        chosen.setdefault(finding.finding_id, finding)
+        if finding.finding_id not in ended:
+            chosen.setdefault(finding.finding_id, finding)
     for finding in recent:
         if finding.transition is Transition.OPENED and finding.finding_id in still_open:
             chosen.setdefault(finding.finding_id, finding)
@@ -352,9 +355,11 @@ def open_windows(
     for window in plans.windows:
         if window.new:
             log.info("KIP714_AUTO_WINDOW opening %s for %s", window.run_id, window.record.client_instance_ids)
-        else:  # a retry, or a recent event planned again: the same run id, which already exists
+        else:  # a retry, or a recent event planned again: the same run id (created only if missing)
             log.info(
-                "KIP714_AUTO_WINDOW %s was opened at %s", window.run_id, window.record.opened_at.isoformat()
+                "KIP714_AUTO_WINDOW %s recorded at %s: triggered again (creates the run only if missing)",
+                window.run_id,
+                window.record.opened_at.isoformat(),
             )
         if live is not None and window.new:  # a retry keeps what the first try kept
             kept = keep_evidence(window.finding, live)

@@ -204,6 +204,8 @@ def test_a_finding_whose_event_triggered_another_run_or_none_still_gets_its_wind
     ]
     # the triggering findings come first and are planned even when the ledger does not list them (yet)
     assert findings_to_plan([gone], [first], {first.finding_id}) == [gone, first]
+    # unless their end is among the recent events: the run was queued behind others, the episode is over
+    assert findings_to_plan([gone], [gone, gone.resolved(NOW)], set()) == []
 
 
 @pytest.mark.parametrize(
