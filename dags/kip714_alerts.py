@@ -15,28 +15,17 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from airflow.sdk import (
-    DAG,
-    AssetOrTimeSchedule,
-    CronTriggerTimetable,
-    Variable,
-    get_current_context,
-    task,
-)
+from airflow.sdk import DAG, Variable, get_current_context, task
 
 from airflow_provider_kip714.findings.alert_settings import ALERTS_VARIABLE
 from airflow_provider_kip714.findings.alerts import RECONCILE_WINDOW, run_alerts
-from airflow_provider_kip714.findings.announce import findings_asset
+from airflow_provider_kip714.findings.announce import findings_asset, findings_schedule
 from airflow_provider_kip714.findings.store import LiveStore
 
 with DAG(
     dag_id="kip714_alerts",
     description="Mail each new or resolved kip714 finding (rate-limited per kind and hour, with digests)",
-    schedule=AssetOrTimeSchedule(
-        timetable=CronTriggerTimetable("*/10 * * * *", timezone="UTC"),
-        # the asset kip714_live's alias events land on
-        assets=findings_asset(),
-    ),
+    schedule=findings_schedule(every_minutes=10),  # the asset kip714_live's alias events land on
     start_date=datetime(2026, 1, 1, tzinfo=UTC),
     catchup=False,
     max_active_runs=1,  # one writer of the alert ledger at a time

@@ -20,16 +20,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 from airflow.providers.standard.operators.trigger_dagrun import TriggerDagRunOperator
-from airflow.sdk import (
-    DAG,
-    AssetOrTimeSchedule,
-    CronTriggerTimetable,
-    Variable,
-    get_current_context,
-    task,
-)
+from airflow.sdk import DAG, Variable, get_current_context, task
 
-from airflow_provider_kip714.findings.announce import findings_asset
+from airflow_provider_kip714.findings.announce import findings_asset, findings_schedule
 from airflow_provider_kip714.findings.events import findings_of_events
 from airflow_provider_kip714.findings.store import LiveStore
 from airflow_provider_kip714.storage.data_root import live_area
@@ -46,9 +39,7 @@ from airflow_provider_kip714.troubleshooting.guardrails import load_capabilities
 with DAG(
     dag_id="kip714_auto_window",
     description="Open a 1 s kip714_troubleshoot window for the client a new finding names (opt-in)",
-    schedule=AssetOrTimeSchedule(  # as kip714_alerts
-        timetable=CronTriggerTimetable("*/5 * * * *", timezone="UTC"), assets=findings_asset()
-    ),
+    schedule=findings_schedule(every_minutes=5),  # as kip714_alerts
     start_date=datetime(2026, 1, 1, tzinfo=UTC),
     catchup=False,
     max_active_runs=1,  # one writer of auto_windows.json; the guardrails count what it holds

@@ -18,7 +18,7 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any, Final, Protocol
 
-from airflow.sdk import Asset, AssetAlias
+from airflow.sdk import Asset, AssetAlias, AssetOrTimeSchedule, CronTriggerTimetable
 
 from airflow_provider_kip714.findings.model import EXTRA_KEY, FINDINGS_ASSET_NAME, Finding
 from airflow_provider_kip714.findings.store import LiveStore
@@ -31,6 +31,15 @@ EVENT_LOOKBACK_MARGIN: Final = timedelta(minutes=5)
 def findings_asset() -> Asset:
     """The asset whose events are findings; DAGs that react to findings schedule on it."""
     return Asset(name=FINDINGS_ASSET_NAME, group="kip714")
+
+
+def findings_schedule(every_minutes: int) -> AssetOrTimeSchedule:
+    """A consumer of findings runs on each event and every ``every_minutes``: Airflow may attach an event
+    to another run than its own, or to none, so each run also reads the asset's recent events, and the
+    timer runs read the events that started no run."""
+    return AssetOrTimeSchedule(
+        timetable=CronTriggerTimetable(f"*/{every_minutes} * * * *", timezone="UTC"), assets=findings_asset()
+    )
 
 
 def findings_alias() -> AssetAlias:
