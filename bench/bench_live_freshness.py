@@ -281,6 +281,11 @@ class Cycle:
     def cpu(self) -> float:
         return self.cpu_local + self.cpu_client + self.cpu_server
 
+    @property
+    def started(self) -> float:
+        """Wall time the cycle's measurement began (before ``begin_cycle``)."""
+        return self.done - self.wall
+
 
 @dataclass
 class Live:
@@ -496,7 +501,7 @@ def cpu_rate(cycles: list[Cycle]) -> float:
     first, last = cycles[0], cycles[-1]
     if len(cycles) == 1:
         return first.cpu / first.wall
-    span = (last.done - last.wall) - (first.done - first.wall)
+    span = last.started - first.started
     server = last.server_cpu_before - first.server_cpu_before
     return (sum(c.cpu_local + c.cpu_client for c in cycles[:-1]) + server) / span
 

@@ -16,6 +16,7 @@ from airflow_provider_kip714.contract.topic import DEFAULT_TELEMETRY_TOPIC, Brok
 from airflow_provider_kip714.subscriptions.admin import ClientMetricsAdmin
 from airflow_provider_kip714.subscriptions.kafka_python_config import to_kafka_python_kwargs
 from airflow_provider_kip714.subscriptions.model import Subscription, parse_match
+from airflow_provider_kip714.telemetry.topic_consumer import partitions_of, watermarks
 
 
 @dataclass(frozen=True)
@@ -126,10 +127,8 @@ def read_to_end(
         }
     )
     try:
-        partitions = consumer.list_topics(topic, timeout=10).topics[topic].partitions
-        ends = {
-            p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in partitions
-        }
+        partitions = partitions_of(consumer, topic, timeout_s=10, servers=bootstrap)
+        ends = {p: high for p, (_, high) in watermarks(consumer, topic, partitions, timeout_s=10).items()}
     finally:
         consumer.close()
 
