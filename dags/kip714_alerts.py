@@ -19,7 +19,11 @@ from airflow.sdk import DAG, Variable, get_current_context, task
 
 from airflow_provider_kip714.findings.alert_settings import ALERTS_VARIABLE
 from airflow_provider_kip714.findings.alerts import RECONCILE_WINDOW, run_alerts
-from airflow_provider_kip714.findings.announce import findings_asset, findings_schedule
+from airflow_provider_kip714.findings.announce import (
+    findings_asset,
+    findings_schedule,
+    recent_finding_events,
+)
 from airflow_provider_kip714.findings.store import LiveStore
 
 with DAG(
@@ -39,13 +43,12 @@ with DAG(
         """Record the triggering findings (and the asset's recent events) as pending, then send what is
         pending (see findings/alerts.py)."""
         context, now = get_current_context(), datetime.now(UTC)
-        recent = context["inlet_events"][findings_asset()].after((now - RECONCILE_WINDOW).isoformat())
         return run_alerts(
             context,
             Variable.get(ALERTS_VARIABLE, default=None),
             LiveStore(),
             now,
-            recent_events={findings_asset(): list(recent)},
+            recent_events=recent_finding_events(context, RECONCILE_WINDOW, now),
         )
 
     send_alerts()

@@ -22,7 +22,11 @@ from typing import Any
 from airflow.providers.standard.operators.trigger_dagrun import TriggerDagRunOperator
 from airflow.sdk import DAG, Variable, get_current_context, task
 
-from airflow_provider_kip714.findings.announce import findings_asset, findings_schedule
+from airflow_provider_kip714.findings.announce import (
+    findings_asset,
+    findings_schedule,
+    recent_finding_events,
+)
 from airflow_provider_kip714.findings.events import findings_of_events
 from airflow_provider_kip714.findings.store import LiveStore
 from airflow_provider_kip714.storage.data_root import live_area
@@ -59,9 +63,8 @@ with DAG(
             return []
         context, now, store = get_current_context(), datetime.now(UTC), LiveStore()
         triggering, bad = findings_of_events(context["triggering_asset_events"])
-        events = context["inlet_events"][findings_asset()].after((now - RECONCILE_WINDOW).isoformat())
         # the recent events' bad ones are logged again (each run reads them) but counted once, above
-        recent, _ = findings_of_events({findings_asset(): list(events)})
+        recent, _ = findings_of_events(recent_finding_events(context, RECONCILE_WINDOW, now))
         findings = findings_to_plan(triggering, recent, set(store.ledger().open))
         if not findings:  # most timer runs: nothing to plan, no capabilities to read
             print(f"{len(triggering)} finding(s) triggered this run, none to plan, {bad} bad event(s)")

@@ -42,6 +42,14 @@ def findings_schedule(every_minutes: int) -> AssetOrTimeSchedule:
     )
 
 
+def recent_finding_events(context: Any, window: timedelta, now: datetime) -> dict[Asset, list[Any]]:
+    """The findings asset's events of the last ``window``, read through the task's inlet (declare
+    ``inlets=[findings_asset()]``), keyed as ``triggering_asset_events`` is (``events.findings_of_events``
+    reads both): a consumer reads these too, since Airflow may give an event to another run, or none."""
+    asset = findings_asset()
+    return {asset: list(context["inlet_events"][asset].after((now - window).isoformat()))}
+
+
 def findings_alias() -> AssetAlias:
     return AssetAlias(name=FINDINGS_ALIAS_NAME)
 
