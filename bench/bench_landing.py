@@ -222,6 +222,18 @@ def main() -> None:
         help="comma-separated native writers to land with in each round, alternating: hand, crate",
     )
     args = parser.parse_args()
+    if not (
+        1 <= args.records <= 10_000_000
+        and 1 <= args.partitions <= 64
+        and 1 <= args.points_per_record <= 1000
+        and 1 <= args.rounds <= 100
+        and 1 <= args.floor_batch <= 100_000
+        and (args.workers is None or 1 <= args.workers <= 64)
+    ):
+        parser.error(
+            "--records 1..10000000, --partitions 1..64, --points-per-record 1..1000, --rounds 1..100, "
+            "--floor-batch 1..100000, --workers 1..64"
+        )
     writers = [w for w in args.writers.split(",") if w]
     if any(w not in ("hand", "crate") for w in writers):
         parser.error("--writers: hand and/or crate")
