@@ -149,6 +149,14 @@ class ClientTelemetryArrivalSensor(BaseSensorOperator):
             if self.since is None:
                 self.since = since.isoformat()  # every poke scans from the same start
             return super().execute(context)
+        # A retry first looks at what already arrived: a trigger that fires seconds after the deferral can
+        # lose Airflow 3.3.2's requeue race (apache/airflow #67287, #72716), the retry being the remedy,
+        # and a retry whose pushes are all there would fire at once and meet the race again (seen: all
+        # three tries lost under load). The first try defers as before.
+        if context["ti"].try_number > 1:
+            arrived = self._scan(selectors, since)
+            if arrived.is_done:
+                return arrived.xcom_value
         deadline = datetime.now(UTC) + timedelta(seconds=float(self.timeout))
         self.defer(
             trigger=ClientTelemetryArrivalTrigger(
@@ -165,10 +173,12 @@ class ClientTelemetryArrivalSensor(BaseSensorOperator):
 
     def poke(self, context: Any) -> PokeReturnValue:
         """Scan from ``since`` up to the end offsets read now (used when ``deferrable=False``)."""
+        return self._scan(self.resolved_match(), _to_datetime(self.since))
+
+    def _scan(self, selectors: list[str], since: datetime) -> PokeReturnValue:
+        """Done once ``min_clients`` matching clients pushed since ``since``, up to the end offsets now."""
         from airflow_provider_kip714.hooks.telemetry_topic import TelemetryTopicHook
 
-        selectors = self.resolved_match()
-        since = _to_datetime(self.since)
         watch = ArrivalWatch(selectors, int(since.timestamp() * 1000))
         hook = TelemetryTopicHook(kafka_config_id=self.kafka_config_id, topic=self.topic)
         for item in hook.iter_records(since, decode=False, timeout_s=max(float(self.poke_interval), 5.0)):
