@@ -56,7 +56,7 @@ Airflow 3.3.2's scheduler can fail a deferred task whose trigger fires seconds a
 (apache/airflow #67287: the trigger's resume puts it back to ``queued`` before the scheduler handles the
 executor's "success" of the deferring process; fixed on main after 3.3.2, and the ``running`` variant,
 #72716, is still open). The sensor creates and deletes nothing: a retry waits again for the same
-subscription from the same ``since``, so pushes already seen fire its trigger at once, and the
+subscription from the same ``since`` (first scanning what already arrived, without deferring), and the
 window is neither opened twice nor left behind (``close_subscription`` is a teardown of
 ``open_subscription``). A sensor timeout (``AirflowSensorTimeout``) is never retried."""
 SENSOR_RETRY_DELAY: Final = timedelta(seconds=5)
