@@ -29,7 +29,7 @@ from kip714_common.cli import CommonArgs, base_parser, parse_common, run_main
 from kip714_common.counters import increase_of
 from kip714_common.errors import SparkAppInputError
 from kip714_common.histograms import merged_counts_expression, percentile_expression
-from kip714_common.landing import read_datapoints
+from kip714_common.landing import read_run_datapoints
 from kip714_common.outputs import RunSummary, summarise_written, write_table
 from kip714_common.rollup import rollup_points
 from kip714_common.schemas import (
@@ -213,9 +213,7 @@ def run(argv: Sequence[str] | None = None, spark: SparkSession | None = None) ->
     spark = app_session(spark, APP_NAME)
 
     interval = common.interval
-    points = read_datapoints(
-        spark, common.input, common.read_start, interval.end, common.metric_aliases, common.selection
-    )
+    points = read_run_datapoints(spark, common)
     broker_points = points.where(F.col("record_type") == "broker")
     rolled = rollup_points(broker_points, interval, common.read_start, keep_buckets=True).persist()
     clients = per_client(rolled, client_identities(points.frame), namespace).persist()

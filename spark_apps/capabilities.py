@@ -19,7 +19,7 @@ import sys
 from collections.abc import Sequence
 
 from kip714_common.cli import common_flags_step, run_main
-from kip714_common.landing import read_datapoints
+from kip714_common.landing import read_run_datapoints
 from kip714_common.outputs import RunSummary, summarise_written, write_table
 from kip714_common.rollup import date_hour_columns
 from kip714_common.schemas import CAPABILITIES_SCHEMA, conform
@@ -68,9 +68,7 @@ def run(argv: Sequence[str] | None = None, spark: SparkSession | None = None) ->
     spark = app_session(spark, APP_NAME)
     interval = common.interval
     # no counter lookback: a metric pushed only before --start is not a capability seen in the interval
-    points = read_datapoints(
-        spark, common.input, interval.start, interval.end, common.metric_aliases, common.selection
-    )
+    points = read_run_datapoints(spark, common, start=interval.start)
     write_table(capabilities_frame(points.frame), common.output, "capabilities", interval)
     summary = RunSummary(APP_NAME, interval)
     summary.tables["capabilities"] = summarise_written(spark, common.output, "capabilities", interval)

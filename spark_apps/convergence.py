@@ -28,7 +28,7 @@ from kip714_common.cli import (
 )
 from kip714_common.convergence import WindowSpec, load_windows, window_rows, with_shares
 from kip714_common.errors import SparkAppInputError
-from kip714_common.landing import read_datapoints
+from kip714_common.landing import read_run_datapoints
 from kip714_common.outputs import RunSummary, summarise_written, write_table
 from kip714_common.rollup import date_hour_columns
 from kip714_common.schemas import CONVERGENCE_SCHEMA, conform
@@ -78,9 +78,7 @@ def run(argv: Sequence[str] | None = None, spark: SparkSession | None = None) ->
     spark = app_session(spark, APP_NAME)
     interval = common.interval
     read_start = min([interval.start, *(w.subscribed_at - lookback for w in windows)])
-    points = read_datapoints(
-        spark, common.input, read_start, interval.end, common.metric_aliases, common.selection
-    )
+    points = read_run_datapoints(spark, common, start=read_start)
     clients = points.frame.where((F.col("record_type") == "client") & F.col("client_instance_id").isNotNull())
     frame = convergence_frame(clients, windows, interval).persist()
     write_table(frame, common.output, "convergence", interval)

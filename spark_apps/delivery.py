@@ -33,7 +33,7 @@ from kip714_common.delivery import (
     per_push_hour,
     reason_column,
 )
-from kip714_common.landing import LandedPoints, read_datapoints
+from kip714_common.landing import LandedPoints, read_run_datapoints
 from kip714_common.outputs import RunSummary, printable, summarise_written, write_table
 from kip714_common.rollup import date_hour_columns, rollup_points
 from kip714_common.schemas import DELIVERY_SCHEMA, conform
@@ -178,9 +178,7 @@ def run(argv: Sequence[str] | None = None, spark: SparkSession | None = None) ->
     common = check_args(argv)
     spark = app_session(spark, APP_NAME)
     interval = common.interval
-    points = read_datapoints(
-        spark, common.input, common.read_start, interval.end, common.metric_aliases, common.selection
-    )
+    points = read_run_datapoints(spark, common)
     frame = delivery_frame(points, interval, common.read_start, common.selection is not None).persist()
     write_table(frame, common.output, "delivery", interval)
     silent = (

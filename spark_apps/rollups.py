@@ -17,7 +17,7 @@ import sys
 from collections.abc import Sequence
 
 from kip714_common.cli import common_flags_step, run_main
-from kip714_common.landing import landing_counts, read_datapoints
+from kip714_common.landing import landing_counts, read_run_datapoints
 from kip714_common.outputs import RunSummary, reads_back, summarise_written, write_table
 from kip714_common.rollup import rollup_points
 from kip714_common.session import app_session
@@ -33,9 +33,7 @@ def run(argv: Sequence[str] | None = None, spark: SparkSession | None = None) ->
     spark = app_session(spark, APP_NAME)
 
     interval = common.interval
-    points = read_datapoints(
-        spark, common.input, common.read_start, interval.end, common.metric_aliases, common.selection
-    )
+    points = read_run_datapoints(spark, common)
     write_table(rollup_points(points, interval, common.read_start), common.output, "rollups", interval)
 
     # a pass over the interval's hours for the summary alone: a live cycle (no read-back) skips it

@@ -21,6 +21,7 @@ from operator import and_
 from typing import TypeVar
 
 from kip714_common.caching import cached
+from kip714_common.cli import CommonArgs
 from kip714_common.errors import SparkAppInputError
 from kip714_common.files import session_files
 from kip714_common.names import METRIC_NAME_ALIASES
@@ -302,6 +303,20 @@ def read_datapoints(
                 points = LandedPoints(cached(points.frame), points.kinds, points.series)
             _SHARED.reads[key] = points
         return _SHARED.reads[key]
+
+
+def read_run_datapoints(
+    spark: SparkSession, common: CommonArgs, start: datetime | None = None
+) -> LandedPoints:
+    """``read_datapoints`` for an app's run: its ``--input``, aliases and selection up to its ``--end``.
+
+    One home for the flags every app threads through; ``start`` defaults to ``common.read_start``
+    (``--start`` less the counter lookback).
+    """
+    read_start = common.read_start if start is None else start
+    return read_datapoints(
+        spark, common.input, read_start, common.interval.end, common.metric_aliases, common.selection
+    )
 
 
 def _read_datapoints(
