@@ -8,6 +8,7 @@ import json
 import time
 import uuid
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 from dag_test_env import use_kafka_connection
@@ -36,6 +37,16 @@ async def first_event(trigger: ClientTelemetryArrivalTrigger) -> dict:
     return event.payload
 
 
+def connected_topic(
+    kafka_cluster: LocalKafkaCluster, monkeypatch: pytest.MonkeyPatch, name: str, partitions: int
+) -> tuple[dict[str, Any], str, str]:
+    """The set-up of every test that watches a topic through a connection: the cluster's client
+    config, an Airflow connection ``kafka_<name>_test`` to it, and a fresh topic ``<name>-...``."""
+    config = kafka_cluster.client_config()
+    conn_id = use_kafka_connection(monkeypatch, f"kafka_{name}_test", config)
+    return config, conn_id, create_topic(config, partitions=partitions, prefix=name)
+
+
 def test_trigger_round_trips_and_refuses_bad_selectors() -> None:
     trigger = ClientTelemetryArrivalTrigger(
         match=["client_id=orders-.*"], since_ms=1, deadline_ms=2, topic="t", min_clients=2
@@ -51,9 +62,7 @@ def test_trigger_round_trips_and_refuses_bad_selectors() -> None:
 def test_trigger_reports_matching_clients_only_and_closes_its_consumer(
     kafka_cluster: LocalKafkaCluster, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    config = kafka_cluster.client_config()
-    conn_id = use_kafka_connection(monkeypatch, "kafka_trigger_test", config)
-    topic = create_topic(config, partitions=2, prefix="arrival")
+    config, conn_id, topic = connected_topic(kafka_cluster, monkeypatch, "arrival", partitions=2)
     prefix = uuid.uuid4().hex[:6]
     payload = producer_like_payload(2)
     produce_records(
@@ -117,9 +126,7 @@ def test_sensor_poke_mode_scans_from_since(
 ) -> None:
     from airflow_provider_kip714.sensors.telemetry_arrival import ClientTelemetryArrivalSensor
 
-    config = kafka_cluster.client_config()
-    conn_id = use_kafka_connection(monkeypatch, "kafka_poke_test", config)
-    topic = create_topic(config, partitions=1, prefix="poke")
+    config, conn_id, topic = connected_topic(kafka_cluster, monkeypatch, "poke", partitions=1)
     prefix = uuid.uuid4().hex[:6]
     since = datetime.now(UTC)
     produce_records(
@@ -150,9 +157,7 @@ def test_catastrophic_regex_does_not_stall_the_event_loop(
 ) -> None:
     """``(a+)+$`` against 28 a's and a '!' backtracks ~2**28 steps in Python's re (seconds per record);
     RE2 matches in linear time, so the loop the triggerer shares with every trigger keeps ticking."""
-    config = kafka_cluster.client_config()
-    conn_id = use_kafka_connection(monkeypatch, "kafka_redos_test", config)
-    topic = create_topic(config, partitions=1, prefix="redos")
+    config, conn_id, topic = connected_topic(kafka_cluster, monkeypatch, "redos", partitions=1)
     hostile = "a" * 28 + "!"
     produce_records(
         config,
