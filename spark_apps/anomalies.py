@@ -94,16 +94,7 @@ def judged_rows(spark: SparkSession, args: AnomalyArgs) -> DataFrame:
     common = args.common
     interval = common.interval
     judged = Interval(interval.start - breach_context(args), interval.end, interval.bucket_seconds)
-    current = load_rollups(
-        spark,
-        args.rollups_source,
-        common.input,
-        common.output,
-        judged,
-        common.counter_lookback,
-        common.metric_aliases,
-        common.selection,
-    )
+    current = load_rollups(spark, common, args.rollups_source, judged)
     current = current.select(*judged_columns(args.rules)).withColumn(
         "client_group", client_group_column(args.group_by)
     )
@@ -121,16 +112,7 @@ def own_baselines(spark: SparkSession, args: AnomalyArgs) -> DataFrame | None:
     if args.history_root is not None:
         history_rows = history_table_rows(spark, args.history_root, history)
     else:
-        history_rows = load_history(
-            spark,
-            args.rollups_source,
-            common.input,
-            common.output,
-            history,
-            common.counter_lookback,
-            common.metric_aliases,
-            common.selection,
-        )
+        history_rows = load_history(spark, common, args.rollups_source, history)
     if history_rows is None:
         return None
     grouped = history_rows.withColumn("client_group", client_group_column(args.group_by))

@@ -306,17 +306,16 @@ def read_datapoints(
 
 
 def read_run_datapoints(
-    spark: SparkSession, common: CommonArgs, start: datetime | None = None
+    spark: SparkSession, common: CommonArgs, start: datetime | None = None, end: datetime | None = None
 ) -> LandedPoints:
-    """``read_datapoints`` for an app's run: its ``--input``, aliases and selection up to its ``--end``.
+    """``read_datapoints`` for an app's run: its ``--input``, aliases and selection.
 
     One home for the flags every app threads through; ``start`` defaults to ``common.read_start``
-    (``--start`` less the counter lookback).
+    (``--start`` less the counter lookback), ``end`` to ``--end``.
     """
     read_start = common.read_start if start is None else start
-    return read_datapoints(
-        spark, common.input, read_start, common.interval.end, common.metric_aliases, common.selection
-    )
+    read_end = common.interval.end if end is None else end
+    return read_datapoints(spark, common.input, read_start, read_end, common.metric_aliases, common.selection)
 
 
 def _read_datapoints(

@@ -7,30 +7,24 @@ the landing zone, when that has any.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 
-from kip714_common.cli import Interval
+from kip714_common.cli import CommonArgs, Interval
 from kip714_common.errors import SparkAppInputError
-from kip714_common.landing import DATAPOINTS_DIR, hour_partition_filter, path_exists, read_datapoints
+from kip714_common.landing import DATAPOINTS_DIR, hour_partition_filter, path_exists, read_run_datapoints
 from kip714_common.outputs import table_path
 from kip714_common.rollup import rollup_points
 from kip714_common.schemas import ROLLUP_SCHEMA
-from kip714_common.selectors import RunSelection
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 
-def rollups_from_landing(
-    spark: SparkSession,
-    input_root: str,
-    window: Interval,
-    lookback: timedelta,
-    aliases: dict[str, str],
-    selection: RunSelection | None = None,
-) -> DataFrame:
-    """Client rollup rows of ``window`` computed from the landing zone (the rollups app's own pass)."""
-    read_start = window.start - lookback
-    points = read_datapoints(spark, input_root, read_start, window.end, aliases, selection)
+def rollups_from_landing(spark: SparkSession, common: CommonArgs, window: Interval) -> DataFrame:
+    """Client rollup rows of ``window`` computed from the landing zone (the rollups app's own pass).
+
+    The run's ``common`` flags (input, counter lookback, aliases, selection) say how to read it."""
+    read_start = window.start - common.counter_lookback
+    points = read_run_datapoints(spark, common, start=read_start, end=window.end)
     return rollup_points(points, window, read_start).where(F.col("record_type") == "client")
 
 
@@ -56,20 +50,12 @@ def _client_rows(spark: SparkSession, path: str, window: Interval) -> DataFrame:
     )
 
 
-def load_rollups(
-    spark: SparkSession,
-    source: str,
-    input_root: str,
-    output_root: str,
-    window: Interval,
-    lookback: timedelta,
-    aliases: dict[str, str] | None = None,
-    selection: RunSelection | None = None,
-) -> DataFrame:
-    """Client rollup rows of ``window``, from the rollups table or computed from the landing zone."""
+def load_rollups(spark: SparkSession, common: CommonArgs, source: str, window: Interval) -> DataFrame:
+    """Client rollup rows of ``window``, from ``--output``'s rollups table or computed from the landing
+    zone (``source`` ``"landing"``)."""
     if source == "landing":
-        return rollups_from_landing(spark, input_root, window, lookback, aliases or {}, selection)
-    path = table_path(output_root, "rollups")
+        return rollups_from_landing(spark, common, window)
+    path = table_path(common.output, "rollups")
     if not path_exists(spark, path):
         raise SparkAppInputError(
             "--output",
@@ -79,16 +65,7 @@ def load_rollups(
     return _client_rows(spark, path, window)
 
 
-def load_history(
-    spark: SparkSession,
-    source: str,
-    input_root: str,
-    output_root: str,
-    history: Interval,
-    lookback: timedelta,
-    aliases: dict[str, str],
-    selection: RunSelection | None = None,
-) -> DataFrame | None:
+def load_history(spark: SparkSession, common: CommonArgs, source: str, history: Interval) -> DataFrame | None:
     """Client rollup rows of ``history`` (the buckets before the judged window), or None if there are none.
 
     From the rollups table when it has them; the buckets before the table's first row in ``history`` are
@@ -97,11 +74,11 @@ def load_history(
     if history.end <= history.start:
         return None
     if source == "landing":
-        return rollups_from_landing(spark, input_root, history, lookback, aliases, selection)
-    table = load_rollups(spark, source, input_root, output_root, history, lookback)
+        return rollups_from_landing(spark, common, history)
+    table = load_rollups(spark, common, source, history)
     first_epoch = table.agg(F.min(F.unix_seconds("bucket_start")).alias("first")).collect()[0]["first"]
     covered_from = history.end if first_epoch is None else datetime.fromtimestamp(first_epoch, UTC)
-    if covered_from <= history.start or not path_exists(spark, f"{input_root}/{DATAPOINTS_DIR}"):
+    if covered_from <= history.start or not path_exists(spark, f"{common.input}/{DATAPOINTS_DIR}"):
         return table
     older = Interval(history.start, covered_from, history.bucket_seconds)
-    return table.unionByName(rollups_from_landing(spark, input_root, older, lookback, aliases, selection))
+    return table.unionByName(rollups_from_landing(spark, common, older))
