@@ -11,7 +11,8 @@ every record land once, whichever ran. Its tables go to ``<root>/live/analytics`
 of the last cycle, replaced each cycle), never to the hourly tables, so a closed hour's tables are the
 same whether or not live mode ran. Its state (status, findings, cursor) is ``<root>/live/*.json``.
 
-**Work in proportion to what is new.** Each cycle records the next offset per partition before it
+**Work bounded by the lookback, not the hour.** (Not in proportion to what is new: each cycle analyses
+its whole window again; docs/live.md.) Each cycle records the next offset per partition before it
 lands (``CycleStart``). A cycle analysing ``[start, now)`` reads only the chunks at or after the
 offsets of the last cycle that began at or before ``start - CLOCK_SLACK``: every record there had been
 committed before that cycle began, so a record accepted later lands at those offsets or after, whoever
