@@ -31,7 +31,7 @@ from kip714_common.errors import SparkAppInputError
 from kip714_common.histograms import merged_counts_expression, percentile_expression
 from kip714_common.landing import read_run_datapoints
 from kip714_common.outputs import RunSummary, summarise_written, write_table
-from kip714_common.rollup import rollup_points
+from kip714_common.rollup import run_rollup
 from kip714_common.schemas import (
     BROKER_CLIENT_SCHEMA,
     BROKER_METRICS_SCHEMA,
@@ -214,8 +214,7 @@ def run(argv: Sequence[str] | None = None, spark: SparkSession | None = None) ->
 
     interval = common.interval
     points = read_run_datapoints(spark, common)
-    broker_points = points.where(F.col("record_type") == "broker")
-    rolled = rollup_points(broker_points, interval, common.read_start, keep_buckets=True).persist()
+    rolled = run_rollup(points, common).where(F.col("record_type") == "broker").persist()
     clients = per_client(rolled, client_identities(points.frame), namespace).persist()
     write_table(clients, common.output, "broker_client_metrics", interval)
     write_table(per_broker(rolled, clients, namespace), common.output, "broker_metrics", interval)

@@ -19,7 +19,8 @@ from collections.abc import Sequence
 from kip714_common.cli import common_flags_step, run_main
 from kip714_common.landing import landing_counts, read_run_datapoints
 from kip714_common.outputs import RunSummary, reads_back, summarise_written, write_table
-from kip714_common.rollup import rollup_points
+from kip714_common.rollup import run_rollup
+from kip714_common.schemas import ROLLUP_SCHEMA
 from kip714_common.session import app_session
 from pyspark.sql import SparkSession
 
@@ -34,7 +35,8 @@ def run(argv: Sequence[str] | None = None, spark: SparkSession | None = None) ->
 
     interval = common.interval
     points = read_run_datapoints(spark, common)
-    write_table(rollup_points(points, interval, common.read_start), common.output, "rollups", interval)
+    rolled = run_rollup(points, common).select(*ROLLUP_SCHEMA.fieldNames())  # the kept buckets dropped
+    write_table(rolled, common.output, "rollups", interval)
 
     # a pass over the interval's hours for the summary alone: a live cycle (no read-back) skips it
     notes = (

@@ -305,6 +305,26 @@ def read_datapoints(
         return _SHARED.reads[key]
 
 
+def read_key(common: CommonArgs) -> tuple[object, ...]:
+    """What identifies a run's read of the landing zone (``read_run_datapoints`` with its defaults)."""
+    aliases = tuple(sorted(common.metric_aliases.items()))
+    return (common.input, common.read_start, common.interval.end, aliases, selection_key(common.selection))
+
+
+def shared_frame(key: tuple[object, ...], build: Callable[[], DataFrame]) -> DataFrame:
+    """``build()`` once per ``key`` within a ``shared_reads`` block whose reads are persisted (small
+    inputs), cached for the run's other steps; otherwise ``build()`` on each call, as before.
+
+    Steps running at the same time may ask together: the cached frame is computed once all the same
+    (Spark computes each cached block once; a concurrent job waits for it)."""
+    if _SHARED is None or not _SHARED.persist:
+        return build()
+    with _SHARED.lock:
+        if key not in _SHARED.frames:
+            _SHARED.frames[key] = cached(build())
+        return _SHARED.frames[key]
+
+
 def read_run_datapoints(
     spark: SparkSession, common: CommonArgs, start: datetime | None = None, end: datetime | None = None
 ) -> LandedPoints:
@@ -376,6 +396,8 @@ class SharedReads:
     persist: bool
     """Whether a shared read is persisted: set once the run knows its input is small (``pipeline.py``)."""
     reads: dict[tuple[object, ...], LandedPoints]
+    frames: dict[tuple[object, ...], DataFrame] = field(default_factory=dict)
+    """Frames derived from a shared read that several steps use (``shared_frame``), cached."""
     lock: threading.Lock = field(default_factory=threading.Lock)
     listings: dict[tuple[str, str], bool | dict[str, int]] = field(default_factory=dict)
     """``_listed``'s answers: ("exists" | "sizes", landing-zone path) -> bool | file name -> bytes."""

@@ -1,7 +1,8 @@
 """The rollup: bucket x client instance x metric x labels -> count/min/max/avg/sum/last, rates, percentiles.
 
 Shared by the rollups app (which writes it), the anomalies app (which can compute it on the fly) and the
-broker-metrics app (which rolls broker records up first, then per broker).
+broker-metrics app (which rolls broker records up first, then per broker). In one pipeline run over a
+small input, the rollups and broker-metrics steps share one computed rollup (``run_rollup``).
 
 ``signal`` is the one number per row that baselines and anomaly detection watch: ``avg`` for gauges,
 ``rate_per_second`` for sums, ``p99`` for histograms and summaries.
@@ -11,10 +12,10 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from kip714_common.cli import Interval
+from kip714_common.cli import CommonArgs, Interval
 from kip714_common.counters import HISTOGRAM_TYPES, with_increments
 from kip714_common.histograms import merged_counts_expression, percentile_expression
-from kip714_common.landing import LandedPoints, epoch_nanos
+from kip714_common.landing import LandedPoints, epoch_nanos, read_key, shared_frame
 from kip714_common.schemas import CLIENT_IDENTITY_COLUMNS, ROLLUP_SCHEMA
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
@@ -191,3 +192,17 @@ def rollup_points(
         kept = (F.col("merged_counts"), F.col("merged_bounds"), F.col("_max_observed").alias("histogram_max"))
         selected += kept
     return aggregated.select(*selected)
+
+
+def run_rollup(points: LandedPoints, common: CommonArgs) -> DataFrame:
+    """The rollup of a run's points over its interval, merged histogram buckets kept (``keep_buckets``).
+
+    ``points``: the run's read (``read_run_datapoints(spark, common)``). In a pipeline run over a small
+    input the rollups step (which writes it) and the broker-metrics step (which rolls its broker rows up
+    per broker) share one computed and cached rollup instead of rolling the brokers' per-instance
+    counters and histograms, the dearest points to roll up, twice (``landing.shared_frame``).
+    """
+    return shared_frame(
+        ("rollup", *read_key(common), common.interval),
+        lambda: rollup_points(points, common.interval, common.read_start, keep_buckets=True),
+    )

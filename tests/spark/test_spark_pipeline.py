@@ -116,3 +116,49 @@ def test_a_live_cycle_writes_the_same_rows_and_reads_nothing_back_for_its_summar
             )
         ]
         assert written[0] == written[1] and written[0], table
+
+
+def test_the_rollups_and_broker_metrics_steps_roll_up_once_and_write_what_they_write_alone(  # type: ignore[no-untyped-def]
+    tmp_path: Path, spark, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On a small input the two steps share one rollup (the brokers' per-instance counters and histograms
+    rolled up once, not twice); their tables are the rows each step writes when it runs alone."""
+    import broker_metrics
+    import rollups
+    from kip714_common import rollup
+
+    from tests.spark import scenarios
+
+    landing = tmp_path / "landing"
+    scenarios.write_broker_scenario(str(landing))
+
+    def argv(output: str, *extra: str) -> list[str]:
+        return [
+            *("--input", str(landing), "--output", str(tmp_path / output), "--bucket", "5m"),
+            *("--start", "2026-01-31T13:00:00Z", "--end", "2026-01-31T14:00:00Z", *extra),
+        ]
+
+    computed: list[bool] = []
+    rollup_points = rollup.rollup_points
+
+    def counted(*args, **kwargs):  # type: ignore[no-untyped-def]
+        computed.append(kwargs.get("keep_buckets", False))
+        return rollup_points(*args, **kwargs)
+
+    monkeypatch.setattr(rollup, "rollup_points", counted)
+    spark.catalog.clearCache()
+    pipeline.run(argv("together", "--steps", "rollups,broker_metrics"), spark)
+    assert computed == [True]  # one rollup for both steps
+    assert spark._jsparkSession.sharedState().cacheManager().isEmpty()  # and released with the run
+    computed.clear()
+    rollups.run(argv("alone"), spark)
+    broker_metrics.run(argv("alone"), spark)
+    assert computed == [True, True]
+    for table in ("rollups", "broker_metrics", "broker_client_metrics"):
+        written = [
+            sorted(json.dumps(r.asDict(recursive=True), sort_keys=True, default=str) for r in rows)
+            for rows in (
+                spark.read.parquet(str(tmp_path / run / table)).collect() for run in ("together", "alone")
+            )
+        ]
+        assert written[0] == written[1] and written[0], table
