@@ -25,11 +25,11 @@ import sys
 from collections.abc import Sequence
 
 from kip714_common.broker_metric_names import BrokerMetric
+from kip714_common.caching import cached
 from kip714_common.cli import CommonArgs, base_parser, parse_common, run_main
 from kip714_common.counters import increase_of
 from kip714_common.errors import SparkAppInputError
 from kip714_common.histograms import merged_counts_expression, percentile_expression
-from kip714_common.landing import read_run_datapoints
 from kip714_common.outputs import RunSummary, summarise_written, write_table
 from kip714_common.rollup import run_rollup
 from kip714_common.schemas import (
@@ -213,9 +213,10 @@ def run(argv: Sequence[str] | None = None, spark: SparkSession | None = None) ->
     spark = app_session(spark, APP_NAME)
 
     interval = common.interval
-    points = read_run_datapoints(spark, common)
-    rolled = run_rollup(points, common).where(F.col("record_type") == "broker").persist()
-    clients = per_client(rolled, client_identities(points.frame), namespace).persist()
+    points, rollup = run_rollup(spark, common)
+    # both cached until the run's end (``caching.run_caches`` releases them even when a write fails)
+    rolled = cached(rollup.where(F.col("record_type") == "broker"))
+    clients = cached(per_client(rolled, client_identities(points.frame), namespace))
     write_table(clients, common.output, "broker_client_metrics", interval)
     write_table(per_broker(rolled, clients, namespace), common.output, "broker_metrics", interval)
     rolled.unpersist()

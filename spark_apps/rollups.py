@@ -17,7 +17,7 @@ import sys
 from collections.abc import Sequence
 
 from kip714_common.cli import common_flags_step, run_main
-from kip714_common.landing import landing_counts, read_run_datapoints
+from kip714_common.landing import landing_counts
 from kip714_common.outputs import RunSummary, reads_back, summarise_written, write_table
 from kip714_common.rollup import run_rollup
 from kip714_common.schemas import ROLLUP_SCHEMA
@@ -34,8 +34,8 @@ def run(argv: Sequence[str] | None = None, spark: SparkSession | None = None) ->
     spark = app_session(spark, APP_NAME)
 
     interval = common.interval
-    points = read_run_datapoints(spark, common)
-    rolled = run_rollup(points, common).select(*ROLLUP_SCHEMA.fieldNames())  # the kept buckets dropped
+    _, rolled = run_rollup(spark, common)
+    rolled = rolled.select(*ROLLUP_SCHEMA.fieldNames())  # the kept histogram buckets dropped
     write_table(rolled, common.output, "rollups", interval)
 
     # a pass over the interval's hours for the summary alone: a live cycle (no read-back) skips it

@@ -293,7 +293,7 @@ def read_datapoints(
     (``landing_counts`` counts them for the run summary). With a ``selection`` (a troubleshooting
     run), only its clients' points and the broker records that concern them (``run_clients``).
     """
-    key = (input_root, start, end, tuple(sorted((metric_aliases or {}).items())), selection_key(selection))
+    key = _read_key(input_root, start, end, metric_aliases, selection)
     if _SHARED is None:
         return _read_datapoints(spark, input_root, start, end, metric_aliases, selection)
     with _SHARED.lock:  # steps may run concurrently (pipeline.py): the second reader waits, then shares
@@ -305,18 +305,33 @@ def read_datapoints(
         return _SHARED.reads[key]
 
 
-def read_key(common: CommonArgs) -> tuple[object, ...]:
-    """What identifies a run's read of the landing zone (``read_run_datapoints`` with its defaults)."""
-    aliases = tuple(sorted(common.metric_aliases.items()))
-    return (common.input, common.read_start, common.interval.end, aliases, selection_key(common.selection))
+def _read_key(
+    input_root: str,
+    start: datetime,
+    end: datetime,
+    metric_aliases: Mapping[str, str] | None,
+    selection: RunSelection | None,
+) -> tuple[object, ...]:
+    """What identifies a read of the landing zone within a run (``read_datapoints``'s shared reads)."""
+    return (input_root, start, end, tuple(sorted((metric_aliases or {}).items())), selection_key(selection))
+
+
+def run_read_key(common: CommonArgs) -> tuple[object, ...]:
+    """The key of ``read_run_datapoints(spark, common)``'s read (its default start and end)."""
+    return _read_key(
+        common.input, common.read_start, common.interval.end, common.metric_aliases, common.selection
+    )
 
 
 def shared_frame(key: tuple[object, ...], build: Callable[[], DataFrame]) -> DataFrame:
     """``build()`` once per ``key`` within a ``shared_reads`` block whose reads are persisted (small
-    inputs), cached for the run's other steps; otherwise ``build()`` on each call, as before.
+    inputs), cached for the run's other steps (released with the run, ``caching.run_caches``);
+    otherwise ``build()`` on each call, as before.
 
-    Steps running at the same time may ask together: the cached frame is computed once all the same
-    (Spark computes each cached block once; a concurrent job waits for it)."""
+    Steps running at the same time may ask together: the first builds under the block's lock (a
+    reentrant one: ``build`` may read through ``read_datapoints``), the others wait and share. Spark then
+    computes the cached frame's shuffle stages once for both steps' jobs; on one executor (``local[n]``,
+    a Connect server's) each cached block once too."""
     if _SHARED is None or not _SHARED.persist:
         return build()
     with _SHARED.lock:
@@ -398,7 +413,7 @@ class SharedReads:
     reads: dict[tuple[object, ...], LandedPoints]
     frames: dict[tuple[object, ...], DataFrame] = field(default_factory=dict)
     """Frames derived from a shared read that several steps use (``shared_frame``), cached."""
-    lock: threading.Lock = field(default_factory=threading.Lock)
+    lock: threading.RLock = field(default_factory=threading.RLock)
     listings: dict[tuple[str, str], bool | dict[str, int]] = field(default_factory=dict)
     """``_listed``'s answers: ("exists" | "sizes", landing-zone path) -> bool | file name -> bytes."""
     listing_lock: threading.Lock = field(default_factory=threading.Lock)

@@ -15,9 +15,15 @@ from datetime import datetime
 from kip714_common.cli import CommonArgs, Interval
 from kip714_common.counters import HISTOGRAM_TYPES, with_increments
 from kip714_common.histograms import merged_counts_expression, percentile_expression
-from kip714_common.landing import LandedPoints, epoch_nanos, read_key, shared_frame
+from kip714_common.landing import (
+    LandedPoints,
+    epoch_nanos,
+    read_run_datapoints,
+    run_read_key,
+    shared_frame,
+)
 from kip714_common.schemas import CLIENT_IDENTITY_COLUMNS, ROLLUP_SCHEMA
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 PERCENTILES = {"p50": 0.5, "p95": 0.95, "p99": 0.99}
@@ -194,15 +200,19 @@ def rollup_points(
     return aggregated.select(*selected)
 
 
-def run_rollup(points: LandedPoints, common: CommonArgs) -> DataFrame:
-    """The rollup of a run's points over its interval, merged histogram buckets kept (``keep_buckets``).
+def run_rollup(spark: SparkSession, common: CommonArgs) -> tuple[LandedPoints, DataFrame]:
+    """The run's points (``read_run_datapoints``) and their rollup over the run's interval, merged
+    histogram buckets kept (``keep_buckets``).
 
-    ``points``: the run's read (``read_run_datapoints(spark, common)``). In a pipeline run over a small
-    input the rollups step (which writes it) and the broker-metrics step (which rolls its broker rows up
-    per broker) share one computed and cached rollup instead of rolling the brokers' per-instance
-    counters and histograms, the dearest points to roll up, twice (``landing.shared_frame``).
+    In a pipeline run over a small input the rollups step (which writes it) and the broker-metrics step
+    (which rolls its broker rows up per broker) share one computed and cached rollup instead of rolling
+    the brokers' per-instance counters and histograms, the dearest points to roll up, twice
+    (``landing.shared_frame``; keyed by the read it is built from). A run of the rollups step without
+    the broker-metrics step caches it for one reader: a small input's cost, and every DAG runs both.
     """
-    return shared_frame(
-        ("rollup", *read_key(common), common.interval),
+    points = read_run_datapoints(spark, common)
+    rolled = shared_frame(
+        ("rollup", *run_read_key(common), common.interval),
         lambda: rollup_points(points, common.interval, common.read_start, keep_buckets=True),
     )
+    return points, rolled

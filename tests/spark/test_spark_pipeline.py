@@ -5,13 +5,17 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import broker_metrics
 import pipeline
 import pytest
+import rollups
+from kip714_common import landing, rollup
 from kip714_common.errors import SparkAppInputError
 
 from airflow_provider_kip714.storage.data_root import RunArea
 from airflow_provider_kip714.troubleshooting.rules import landed_client_metric_names
 from airflow_provider_kip714.troubleshooting.window import write_convergence_windows
+from tests.spark import scenarios
 
 pytestmark = pytest.mark.spark
 
@@ -121,39 +125,46 @@ def test_a_live_cycle_writes_the_same_rows_and_reads_nothing_back_for_its_summar
 def test_the_rollups_and_broker_metrics_steps_roll_up_once_and_write_what_they_write_alone(  # type: ignore[no-untyped-def]
     tmp_path: Path, spark, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """On a small input the two steps share one rollup (the brokers' per-instance counters and histograms
-    rolled up once, not twice); their tables are the rows each step writes when it runs alone."""
-    import broker_metrics
-    import rollups
-    from kip714_common import rollup
-
-    from tests.spark import scenarios
-
-    landing = tmp_path / "landing"
-    scenarios.write_broker_scenario(str(landing))
+    """On a small input the two steps share one cached rollup (the brokers' per-instance counters and
+    histograms rolled up once, not twice); their tables are the rows each step writes when it runs alone.
+    The zone mixes broker records with clients' cumulative sums and histograms, which take the rollup's
+    ordered-series and histogram branches too."""
+    landing_root = tmp_path / "landing"
+    scenarios.write_broker_scenario(str(landing_root))
+    scenarios.write_counter_scenario(str(landing_root))
+    scenarios.write_histogram_scenario(str(landing_root))
 
     def argv(output: str, *extra: str) -> list[str]:
         return [
-            *("--input", str(landing), "--output", str(tmp_path / output), "--bucket", "5m"),
+            *("--input", str(landing_root), "--output", str(tmp_path / output), "--bucket", "5m"),
             *("--start", "2026-01-31T13:00:00Z", "--end", "2026-01-31T14:00:00Z", *extra),
         ]
 
-    computed: list[bool] = []
-    rollup_points = rollup.rollup_points
+    rolled_up: list[bool] = []
+    cached_columns: list[list[str]] = []
+    rollup_points, cached = rollup.rollup_points, landing.cached
 
-    def counted(*args, **kwargs):  # type: ignore[no-untyped-def]
-        computed.append(kwargs.get("keep_buckets", False))
+    def counted_rollup(*args, **kwargs):  # type: ignore[no-untyped-def]
+        rolled_up.append(kwargs.get("keep_buckets", False))
         return rollup_points(*args, **kwargs)
 
-    monkeypatch.setattr(rollup, "rollup_points", counted)
+    def recorded_cache(frame):  # type: ignore[no-untyped-def]
+        cached_columns.append(frame.columns)
+        return cached(frame)
+
+    monkeypatch.setattr(rollup, "rollup_points", counted_rollup)
+    monkeypatch.setattr(landing, "cached", recorded_cache)
     spark.catalog.clearCache()
     pipeline.run(argv("together", "--steps", "rollups,broker_metrics"), spark)
-    assert computed == [True]  # one rollup for both steps
+    assert rolled_up == [True]  # one rollup planned for both steps...
+    assert (
+        sum("merged_counts" in columns for columns in cached_columns) == 1
+    )  # ...and cached, so computed once
     assert spark._jsparkSession.sharedState().cacheManager().isEmpty()  # and released with the run
-    computed.clear()
+    rolled_up.clear()
     rollups.run(argv("alone"), spark)
     broker_metrics.run(argv("alone"), spark)
-    assert computed == [True, True]
+    assert rolled_up == [True, True]
     for table in ("rollups", "broker_metrics", "broker_client_metrics"):
         written = [
             sorted(json.dumps(r.asDict(recursive=True), sort_keys=True, default=str) for r in rows)
@@ -162,3 +173,8 @@ def test_the_rollups_and_broker_metrics_steps_roll_up_once_and_write_what_they_w
             )
         ]
         assert written[0] == written[1] and written[0], table
+    kinds = {
+        (r["record_type"], r["metric_type"])
+        for r in spark.read.parquet(str(tmp_path / "alone" / "rollups")).collect()
+    }
+    assert {("client", "sum"), ("client", "histogram"), ("broker", "sum"), ("broker", "histogram")} <= kinds
