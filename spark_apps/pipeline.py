@@ -36,8 +36,9 @@ from types import ModuleType
 from kip714_common.caching import run_caches
 from kip714_common.cli import CommonArgs, base_parser, parse_common, run_main
 from kip714_common.errors import SparkAppInputError
-from kip714_common.landing import LATE_GRACE, chunk_selection, landed_bytes, shared_reads
+from kip714_common.landing import LATE_GRACE, chunk_selection, landed_bytes
 from kip714_common.outputs import without_read_back
+from kip714_common.run_shares import shared_reads
 from kip714_common.session import get_session, tune_for_input
 from kip714_common.timing import StepTimer, emit, jvm_report
 from pyspark.sql import SparkSession

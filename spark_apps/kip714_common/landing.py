@@ -11,20 +11,18 @@ point kinds the read holds.
 from __future__ import annotations
 
 import re
-import threading
-from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import reduce
 from operator import and_
-from typing import TypeVar
 
-from kip714_common.caching import cached
 from kip714_common.cli import CommonArgs
 from kip714_common.errors import SparkAppInputError
 from kip714_common.files import session_files
 from kip714_common.names import METRIC_NAME_ALIASES
+from kip714_common.run_shares import listed, persisted, shared
 from kip714_common.schemas import DATAPOINT_SCHEMA
 from kip714_common.selectors import RunSelection, selector_condition
 from kip714_common.series import (
@@ -39,7 +37,6 @@ from pyspark.sql import functions as F
 
 DATAPOINTS_DIR = "datapoints"
 COMMITS_DIR = "_commits"
-_Listing = TypeVar("_Listing", bool, dict[str, int])
 CHUNK_FILE = re.compile(r"^p(\d{5,})-(\d{20})-(\d{20})(\.[0-9a-f]{6,32})?\.parquet$")
 """The lander's commit markers (``airflow_provider_kip714.telemetry.landing_zone``): a data file
 ``<chunk>.<token>.parquet`` is landed only when ``_commits/<chunk>.<token>.commit`` exists."""
@@ -78,33 +75,13 @@ def path_exists(spark: SparkSession, path: str) -> bool:
 
 
 def _zone_exists(spark: SparkSession, path: str) -> bool:
-    """``path_exists`` for a landing-zone path, answered once per run of several steps (``shared_reads``)."""
-    return _listed(("exists", path), lambda: path_exists(spark, path))
+    """``path_exists`` for a landing-zone path, answered once per run of several steps (``run_shares``)."""
+    return listed(("exists", path), lambda: path_exists(spark, path))
 
 
 def _sizes(spark: SparkSession, directory: str) -> dict[str, int]:
     """The visible files of a landing-zone folder and their bytes, listed once per run of several steps."""
-    return _listed(("sizes", directory), lambda: session_files(spark).sizes(directory))
-
-
-def _listed(key: tuple[str, str], list_now: Callable[[], _Listing]) -> _Listing:
-    """A landing-zone listing: within ``shared_reads`` the first answer stands for the whole run.
-
-    On Spark Connect every listing is a Spark job (``files.ConnectFiles``); a live cycle's steps asked
-    the same few folders (the markers, the hour folders) about 14 times, some 2 s of a 25 s cycle. One
-    answer per run also gives every step the same snapshot of the committed chunks.
-    """
-    shared = _SHARED
-    if shared is None:
-        return list_now()
-    # not ``shared.lock``: a shared read lists the zone while it holds that one
-    with shared.listing_lock:
-        known = shared.listings.get(key)
-    if known is None:
-        known = list_now()  # outside the lock: concurrent steps may list different folders at once
-        with shared.listing_lock:
-            known = shared.listings.setdefault(key, known)
-    return known
+    return listed(("sizes", directory), lambda: session_files(spark).sizes(directory))
 
 
 def committed_datapoint_files(
@@ -237,9 +214,10 @@ def folders_of(spark: SparkSession, files: Iterable[str]) -> tuple[list[str], li
     for path in files:
         folder, name = path.rsplit("/", 1)
         wanted.setdefault(folder, set()).add(name)
-    # listed now, never from a run's earlier listing (``_listed``): Spark lists the folders again when it
-    # reads them, and a file that appeared since (a chunk staged but not committed yet, or committed
-    # after this run took its snapshot of the markers) must be on this list to stay out of the read
+    # listed now, never from a run's earlier listing (``run_shares.listed``): Spark lists the folders
+    # again when it reads them, and a file that appeared since (a chunk staged but not committed yet,
+    # or committed after this run took its snapshot of the markers) must be on this list to stay out of
+    # the read
     listed = session_files(spark)
     left_out = sorted(
         {name for folder, names in wanted.items() for name in listed.names(folder) if name not in names}
@@ -293,16 +271,12 @@ def read_datapoints(
     (``landing_counts`` counts them for the run summary). With a ``selection`` (a troubleshooting
     run), only its clients' points and the broker records that concern them (``run_clients``).
     """
-    key = _read_key(input_root, start, end, metric_aliases, selection)
-    if _SHARED is None:
-        return _read_datapoints(spark, input_root, start, end, metric_aliases, selection)
-    with _SHARED.lock:  # steps may run concurrently (pipeline.py): the second reader waits, then shares
-        if key not in _SHARED.reads:
-            points = _read_datapoints(spark, input_root, start, end, metric_aliases, selection)
-            if _SHARED.persist:
-                points = LandedPoints(cached(points.frame), points.kinds, points.series)
-            _SHARED.reads[key] = points
-        return _SHARED.reads[key]
+
+    def read() -> LandedPoints:
+        points = _read_datapoints(spark, input_root, start, end, metric_aliases, selection)
+        return LandedPoints(persisted(points.frame), points.kinds, points.series)
+
+    return shared(("read", *_read_key(input_root, start, end, metric_aliases, selection)), read)
 
 
 def _read_key(
@@ -321,23 +295,6 @@ def run_read_key(common: CommonArgs) -> tuple[object, ...]:
     return _read_key(
         common.input, common.read_start, common.interval.end, common.metric_aliases, common.selection
     )
-
-
-def shared_frame(key: tuple[object, ...], build: Callable[[], DataFrame]) -> DataFrame:
-    """``build()`` once per ``key`` within a ``shared_reads`` block whose reads are persisted (small
-    inputs), cached for the run's other steps (released with the run, ``caching.run_caches``);
-    otherwise ``build()`` on each call, as before.
-
-    Steps running at the same time may ask together: the first builds under the block's lock (a
-    reentrant one: ``build`` may read through ``read_datapoints``), the others wait and share. Spark then
-    computes the cached frame's shuffle stages once for both steps' jobs; on one executor (``local[n]``,
-    a Connect server's) each cached block once too."""
-    if _SHARED is None or not _SHARED.persist:
-        return build()
-    with _SHARED.lock:
-        if key not in _SHARED.frames:
-            _SHARED.frames[key] = cached(build())
-        return _SHARED.frames[key]
 
 
 def read_run_datapoints(
@@ -404,40 +361,6 @@ def run_clients(frame: DataFrame, selection: RunSelection) -> DataFrame:
         F.broadcast(ids), per_client["attributes"]["client_instance_id"] == ids["_instance"], "left_semi"
     )
     return clients.unionByName(brokers.where(instance.isNull())).unionByName(kept)
-
-
-@dataclass
-class SharedReads:
-    persist: bool
-    """Whether a shared read is persisted: set once the run knows its input is small (``pipeline.py``)."""
-    reads: dict[tuple[object, ...], LandedPoints]
-    frames: dict[tuple[object, ...], DataFrame] = field(default_factory=dict)
-    """Frames derived from a shared read that several steps use (``shared_frame``), cached."""
-    lock: threading.RLock = field(default_factory=threading.RLock)
-    listings: dict[tuple[str, str], bool | dict[str, int]] = field(default_factory=dict)
-    """``_listed``'s answers: ("exists" | "sizes", landing-zone path) -> bool | file name -> bytes."""
-    listing_lock: threading.Lock = field(default_factory=threading.Lock)
-
-
-_SHARED: SharedReads | None = None
-
-
-@contextmanager
-def shared_reads(persist: bool = False) -> Iterator[SharedReads]:
-    """Within one run of several steps, steps reading the same interval share one read.
-
-    The rollups and broker-metrics steps read the same points: the second one then skips the names
-    pass (one or two Spark jobs) and, with ``persist`` (small inputs), the scan and normalisation too.
-    Every step also takes the markers' listing and the committed files from the first (``_listed``).
-    Scoped to the block: a later run reads the landing zone afresh (late records included). A persisted
-    read is released with the run's other cached frames (``caching.run_caches``, around this block).
-    """
-    global _SHARED
-    previous, _SHARED = _SHARED, SharedReads(persist, {})
-    try:
-        yield _SHARED
-    finally:
-        _SHARED = previous
 
 
 def normalise(

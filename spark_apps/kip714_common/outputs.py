@@ -127,7 +127,7 @@ def plain_encoding_options(schema: StructType) -> dict[str, str]:
 
 
 _READ_BACK = True
-"""Module state, as ``landing.shared_reads``: the pipeline's steps run in worker threads, which a
+"""Module state, as ``run_shares``: the pipeline's steps run in worker threads, which a
 context variable would not reach."""
 
 

@@ -15,13 +15,8 @@ from datetime import datetime
 from kip714_common.cli import CommonArgs, Interval
 from kip714_common.counters import HISTOGRAM_TYPES, with_increments
 from kip714_common.histograms import merged_counts_expression, percentile_expression
-from kip714_common.landing import (
-    LandedPoints,
-    epoch_nanos,
-    read_run_datapoints,
-    run_read_key,
-    shared_frame,
-)
+from kip714_common.landing import LandedPoints, epoch_nanos, read_run_datapoints, run_read_key
+from kip714_common.run_shares import persisted, shared
 from kip714_common.schemas import CLIENT_IDENTITY_COLUMNS, ROLLUP_SCHEMA
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -207,12 +202,12 @@ def run_rollup(spark: SparkSession, common: CommonArgs) -> tuple[LandedPoints, D
     In a pipeline run over a small input the rollups step (which writes it) and the broker-metrics step
     (which rolls its broker rows up per broker) share one computed and cached rollup instead of rolling
     the brokers' per-instance counters and histograms, the dearest points to roll up, twice
-    (``landing.shared_frame``; keyed by the read it is built from). A run of the rollups step without
+    (``run_shares``; keyed by the read it is built from). A run of the rollups step without
     the broker-metrics step caches it for one reader: a small input's cost, and every DAG runs both.
     """
     points = read_run_datapoints(spark, common)
-    rolled = shared_frame(
+    rolled = shared(
         ("rollup", *run_read_key(common), common.interval),
-        lambda: rollup_points(points, common.interval, common.read_start, keep_buckets=True),
+        lambda: persisted(rollup_points(points, common.interval, common.read_start, keep_buckets=True)),
     )
     return points, rolled

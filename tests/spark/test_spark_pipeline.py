@@ -9,7 +9,7 @@ import broker_metrics
 import pipeline
 import pytest
 import rollups
-from kip714_common import landing, rollup
+from kip714_common import rollup, run_shares
 from kip714_common.errors import SparkAppInputError
 
 from airflow_provider_kip714.storage.data_root import RunArea
@@ -142,7 +142,7 @@ def test_the_rollups_and_broker_metrics_steps_roll_up_once_and_write_what_they_w
 
     rolled_up: list[bool] = []
     cached_columns: list[list[str]] = []
-    rollup_points, cached = rollup.rollup_points, landing.cached
+    rollup_points, cached = rollup.rollup_points, run_shares.cached
 
     def counted_rollup(*args, **kwargs):  # type: ignore[no-untyped-def]
         rolled_up.append(kwargs.get("keep_buckets", False))
@@ -153,7 +153,7 @@ def test_the_rollups_and_broker_metrics_steps_roll_up_once_and_write_what_they_w
         return cached(frame)
 
     monkeypatch.setattr(rollup, "rollup_points", counted_rollup)
-    monkeypatch.setattr(landing, "cached", recorded_cache)
+    monkeypatch.setattr(run_shares, "cached", recorded_cache)
     spark.catalog.clearCache()
     pipeline.run(argv("together", "--steps", "rollups,broker_metrics"), spark)
     assert rolled_up == [True]  # one rollup planned for both steps...

@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from kip714_common import landing
+from kip714_common import landing, run_shares
 from kip714_common.files import HadoopFiles
 
 from airflow_provider_kip714.contract.topic import DEFAULT_TELEMETRY_TOPIC
@@ -69,7 +69,7 @@ def test_one_run_lists_the_zone_once_and_the_next_run_afresh(  # type: ignore[no
     assert alone and listed_alone >= 3  # markers exist, markers, the hour folder
 
     CountingFiles.calls.clear()
-    with landing.shared_reads():
+    with run_shares.shared_reads():
         first = landing.committed_datapoint_files(spark, str(zone), START, END)
         assert sum(CountingFiles.calls.values()) == listed_alone
         # every read a step makes (a shared read lists the zone while it holds the shared reads' lock:
@@ -88,7 +88,7 @@ def test_one_run_lists_the_zone_once_and_the_next_run_afresh(  # type: ignore[no
         assert CountingFiles.calls["listed:_commits"] == markers_listed
 
     # ...and the next run reads it
-    with landing.shared_reads():
+    with run_shares.shared_reads():
         later = landing.committed_datapoint_files(spark, str(zone), START, END)
     assert set(first) < set(later)
 
