@@ -29,6 +29,7 @@ from airflow_provider_kip714.report.html import (
     text,
 )
 from airflow_provider_kip714.report.opened_by import OpenedBy
+from airflow_provider_kip714.troubleshooting.form import OPENED_BY_KEY
 
 BROKER_COLUMNS = (
     ("broker_node_id", "broker"),
@@ -47,8 +48,9 @@ BROKER_COLUMNS = (
     ("counter_resets", "counter resets"),
     ("plugin_failing", "plugin failing"),
 )
-_SHOWN_ELSEWHERE = frozenset({"guardrail_warnings"})
-"""Request keys with a section of their own (``fleet_health``: the guardrail warnings), not repeated."""
+_SHOWN_ELSEWHERE = frozenset({"guardrail_warnings", OPENED_BY_KEY})
+"""Request keys with a section of their own (``fleet_health``: the guardrail warnings; the finding that
+opened the window, as its card), not repeated as raw values."""
 
 
 @dataclass(frozen=True)

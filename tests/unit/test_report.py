@@ -413,6 +413,8 @@ def test_a_window_opened_by_a_finding_begins_with_that_finding(tmp_path: Path) -
     opened_card = cards(text)[0]
     assert "&lt;b&gt;slow&lt;/b&gt;-consumer" in opened_card and "<b>slow" not in opened_card
     assert "poll idle ratio 0.02" in opened_card and "its peers" in opened_card
+    # the request's table does not repeat the finding as a raw value: it has its card
+    assert "<th>opened_by_finding</th>" not in text and "summary=poll idle ratio" not in text
     forged = {**opener.as_extra()["finding"], "finding_id": "anomaly-0000000000000000"}
     text = Path(build_report(zone, request={"opened_by_finding": forged}).html_path).read_text()
     assert "cannot read" in text and "id='opened-by'" not in text
