@@ -97,7 +97,7 @@ def _request_block(request: Mapping[str, Any]) -> str:
         for key, value in request.items()
         if key not in _SHOWN_ELSEWHERE
     )
-    return details("The request", f"<table>{rows}</table>")
+    return details("The request", f"<table>{rows}</table>") if rows else ""
 
 
 def _headline(head: Headline, findings: int) -> list[str]:

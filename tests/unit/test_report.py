@@ -415,6 +415,7 @@ def test_a_window_opened_by_a_finding_begins_with_that_finding(tmp_path: Path) -
     assert "poll idle ratio 0.02" in opened_card and "its peers" in opened_card
     # the request's table does not repeat the finding as a raw value: it has its card
     assert "<th>opened_by_finding</th>" not in text and "summary=poll idle ratio" not in text
+    assert "The request" not in text  # nothing else was asked: no empty table
     forged = {**opener.as_extra()["finding"], "finding_id": "anomaly-0000000000000000"}
     text = Path(build_report(zone, request={"opened_by_finding": forged}).html_path).read_text()
     assert "cannot read" in text and "id='opened-by'" not in text
