@@ -147,7 +147,8 @@ def test_a_killed_spark_server_and_a_restarted_broker_lose_and_repeat_nothing(
     # nothing lost, nothing landed twice: the topic, landed to its end, is in raw/ once per offset. The
     # ends are read first: a broker's own record may arrive while the landing runs, and lands or not.
     ends = _topic_offsets(cluster.bootstrap_servers, cluster.telemetry_topic)
-    land_topic(config, cluster.telemetry_topic, str(scheduled_area().landing))
+    final = land_topic(config, cluster.telemetry_topic, str(scheduled_area().landing))
+    assert final.stop_reason.startswith("reached the end offsets"), final.stop_reason
     raw = ds.dataset(scheduled_area().landing / "raw", format="parquet").to_table(
         columns=["partition", "offset"]
     )
@@ -156,4 +157,5 @@ def test_a_killed_spark_server_and_a_restarted_broker_lose_and_repeat_nothing(
     for partition, end in ends.items():
         offsets = sorted(offset for p, offset in landed if p == partition)
         assert len(offsets) >= end, f"partition {partition}: {len(offsets)} landed below its end {end}"
-        assert offsets == list(range(len(offsets))), f"partition {partition}: a gap in {offsets}"
+        gaps = sorted(set(range(len(offsets))) - set(offsets))
+        assert not gaps, f"partition {partition}: offsets {gaps[:5]} missing below {offsets[-1]}"
