@@ -214,8 +214,10 @@ def run(argv: Sequence[str] | None = None, spark: SparkSession | None = None) ->
 
     interval = common.interval
     points, rollup = run_rollup(spark, common)
-    # both cached until the run's end (``caching.run_caches`` releases them even when a write fails)
-    rolled = cached(rollup.where(F.col("record_type") == "broker"))
+    # both read twice, so cached until the run's end (``caching.run_caches`` releases them even when a
+    # write fails); the broker rows of a rollup the run already cached (a small input's) are read from it
+    broker_rows = rollup.where(F.col("record_type") == "broker")
+    rolled = broker_rows if rollup.is_cached else cached(broker_rows)
     clients = cached(per_client(rolled, client_identities(points.frame), namespace))
     write_table(clients, common.output, "broker_client_metrics", interval)
     write_table(per_broker(rolled, clients, namespace), common.output, "broker_metrics", interval)
