@@ -38,7 +38,7 @@ from airflow_provider_kip714.findings.model import Finding
 from airflow_provider_kip714.findings.store import CycleStart, LiveStatus, LiveStore
 from airflow_provider_kip714.live.settings import LOOKBACK_ENV, LiveSettings
 from airflow_provider_kip714.storage.data_root import RunArea, StoragePath
-from airflow_provider_kip714.telemetry.landing_zone import LandingZone, next_offsets
+from airflow_provider_kip714.telemetry.landing_zone import LandingZone
 
 log = logging.getLogger(__name__)
 
@@ -74,7 +74,7 @@ def begin_cycle(
     store: LiveStore, landing_zone: StoragePath, topic: str, now: datetime, settings: LiveSettings
 ) -> CyclePlan:
     """Record where this cycle's landing starts, and plan the analysis of ``[now - lookback, now)``."""
-    committed = LandingZone(landing_zone, topic).committed()
+    landed = LandingZone(landing_zone, topic).landed_next_offsets()
     cycles = [cycle for cycle in store.cycle_starts() if cycle.at >= now - KEPT_CYCLES]
     last = max((cycle.at for cycle in cycles), default=None)
     steps = ANALYSIS_STEPS
@@ -91,7 +91,7 @@ def begin_cycle(
             unanalysed[1].isoformat(),
             LOOKBACK_ENV,
         )
-    cycles.append(CycleStart(now, next_offsets(chunk for chunk, _ in committed)))
+    cycles.append(CycleStart(now, landed))
     store.write_cycle_starts(cycles)
     start = now - settings.lookback
     return CyclePlan(start, now, chunks_from(cycles, start - CLOCK_SLACK), steps)

@@ -214,10 +214,12 @@ class TopicLander:
             next_offsets = self.zone.recover()
             fetcher = open_fetcher(self.consumer_config, self.topic, self.policy, self.chunk_records)
             try:
-                return self._run(fetcher, next_offsets, identity)
+                result = self._run(fetcher, next_offsets, identity)
             finally:
                 self.policy.silence()
                 fetcher.close()
+            self.zone.finish()  # every chunk staged was committed: the next run starts from here
+            return result
 
     # ---- the run -------------------------------------------------------------------------------
 

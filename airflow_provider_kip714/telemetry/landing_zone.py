@@ -10,19 +10,28 @@ Layout (one topic per zone; ``_zone.json`` records which)::
     raw/p00003-00000000000000001200-00000000000000001699.<token>.parquet       one row per record
     datapoints/date=2025-11-22/hour=08/p00003-...-....<token>.parquet           one row per data point
     quarantine/p00003-...-....<token>.parquet                                   records that did not decode
-    _commits/p00003-00000000000000001200-00000000000000001699.<token>.commit    the chunk's commit marker
+    _commits/2025-11-22/0810/p00003-...-....<token>.commit                      the chunk's commit marker
+    _commits/_landed.json                                                       where the last run left off
     _lease/<claim>.json                                                         who may write (``lease``)
 
-**Commit.** A chunk (one partition, an inclusive offset range) is written under a fresh random
-``token``: data files first (fsynced locally), then the marker ``_commits/<chunk>.<token>.commit``.
-The marker's existence is the commit. A chunk file counts only when a marker names its
-``<chunk>.<token>``: readers (Spark, the report, the UI) list ``_commits/`` and read those files
-(``committed_files``), never a folder glob. Parquet files not named like chunks were put there by
-something else (synthetic or copied data) and are read as they are.
+**Commit.** A chunk (one partition, an inclusive offset range) is written under a fresh ``token``
+(the ten-minute slot it is staged in, then random digits): data files first (fsynced locally, with
+every folder they create), then the marker ``<chunk>.<token>.commit`` in its slot's folder
+(``kip714_common.commit_markers``: the one rule every reader looks by). The marker's existence is the
+commit. A chunk file counts only when a marker names its ``<chunk>.<token>``: readers (Spark, the
+report, the UI) look for it in the folder its token names, never trust a folder glob. Parquet files
+not named like chunks were put there by something else (synthetic or copied data) and are read as they
+are. Markers of zones landed before slots (protocol v1) stay in ``_commits/`` itself and stay valid.
 
 **Recovery.** After a crash at any moment a chunk either has its marker (all its files were written
-before it) or it is not landed. ``recover()`` deletes every data file no marker names, then resumes
-each partition after its highest committed offset. Nothing is duplicated or lost.
+before it) or it is not landed. A run begins with ``recover()`` and, when every chunk it staged is
+committed, ends with ``finish()``; both write ``_commits/_landed.json`` (the next offset per partition,
+the slot from which later markers are filed, and whether the run ended cleanly). So a run finds where to
+resume from that checkpoint and the markers filed since (one or two slots), not from every marker the
+zone ever landed. Only when the last run did not end cleanly (a crash, a failure) does ``recover()``
+list every data file and delete those no marker names. Nothing is duplicated or lost: every marker
+committed after a checkpoint is filed in its slot or later (a run's tokens never name an earlier slot
+than the checkpoint it began from, whatever its clock says).
 
 **One writer.** Only the holder of the zone's lease (``lease.ZoneLease``) stages, commits or recovers;
 it checks the lease before each marker it writes.
@@ -36,9 +45,10 @@ import json
 import logging
 import os
 import re
+import time
 import uuid
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
@@ -55,6 +65,18 @@ from airflow_provider_kip714.storage.data_root import (
     storage_uri,
 )
 from airflow_provider_kip714.telemetry.lease import ZoneLease, fresh
+from spark_apps.kip714_common.commit_markers import (
+    COMMITS_DIR,
+    DAY_FOLDER,
+    MARKER_SUFFIX,
+    PROTOCOL_FILE,
+    SLOT_FOLDER,
+    folder_slot,
+    marker_folder,
+    slot_folder,
+    slot_of,
+    slotted_token,
+)
 
 if TYPE_CHECKING:
     from airflow_provider_kip714.decoding.native_writer import DatapointFile, RawFile
@@ -64,13 +86,13 @@ log = logging.getLogger(__name__)
 RAW_DIR: Final = "raw"
 DATAPOINTS_DIR: Final = "datapoints"
 QUARANTINE_DIR: Final = "quarantine"
-COMMITS_DIR: Final = "_commits"
 LEASE_DIR: Final = "_lease"
 ZONE_FILE: Final = "_zone.json"
-PROTOCOL_FILE: Final = "PROTOCOL"
-PROTOCOL: Final = "kip714 landing commit markers v1\n"
+CHECKPOINT_FILE: Final = "_landed.json"
+PROTOCOL: Final = "kip714 landing commit markers v2\n"
+"""v2: markers filed by slot, and the checkpoint; v1 zones (markers in ``_commits/`` itself) read the same."""
+KNOWN_PROTOCOLS: Final = frozenset({"kip714 landing commit markers v1\n", PROTOCOL})
 DATA_SUFFIX: Final = ".parquet"
-MARKER_SUFFIX: Final = ".commit"
 _MS_PER_HOUR: Final = 3_600_000
 _STEM: Final = re.compile(r"^p(\d{5,})-(\d{20})-(\d{20})(?:\.([0-9a-f]{6,32}))?$")
 PARQUET_COMPRESSION: Final = "zstd"
@@ -137,6 +159,27 @@ def hour_directory(date: str, hour: int) -> str:
 
 
 @dataclass(frozen=True)
+class LandedCheckpoint:
+    """``_commits/_landed.json``: the next offset per partition as the markers said when a run began (not
+    ``clean``: a run is under way, or died) or ended with every chunk it staged committed (``clean``).
+    Every marker committed after it is filed in ``slot`` or a later slot."""
+
+    slot: int
+    next_offsets: Mapping[int, int] = field(default_factory=dict)
+    clean: bool = False
+
+    def as_json(self) -> bytes:
+        offsets = {str(partition): offset for partition, offset in sorted(self.next_offsets.items())}
+        return json.dumps({"slot": self.slot, "next_offsets": offsets, "clean": self.clean}).encode()
+
+    @classmethod
+    def from_json(cls, text: bytes) -> LandedCheckpoint:
+        body = json.loads(text)
+        offsets = {int(partition): int(offset) for partition, offset in body["next_offsets"].items()}
+        return cls(int(body["slot"]), offsets, bool(body["clean"]))
+
+
+@dataclass(frozen=True)
 class StagedChunk:
     """A chunk whose data files are written, waiting for ``LandingZone.commit`` (its marker)."""
 
@@ -163,6 +206,8 @@ class LandingZone:
         self.datapoints_dir = self.root / DATAPOINTS_DIR
         self.quarantine_dir = self.root / QUARANTINE_DIR
         self.commits_dir = self.root / COMMITS_DIR
+        self._min_slot = 0
+        """No token of this run names an earlier slot (``recover`` sets it from the checkpoint)."""
 
     def lock(self) -> ZoneLease:
         """The zone's lease, a context manager: two landing runs on one zone would break the protocol."""
@@ -189,6 +234,15 @@ class LandingZone:
         if not fresh(self.fs).exists(protocol_file):
             self._adopt_pre_marker_chunks()
             self._put(protocol_file, PROTOCOL.encode())
+            return
+        declared = fresh(self.fs).cat_file(protocol_file).decode(errors="replace")
+        if declared not in KNOWN_PROTOCOLS:
+            raise LandingError(
+                f"out_dir: {self.root} was landed by a newer version of the lander ({declared.strip()!r} in "
+                f"{COMMITS_DIR}/{PROTOCOL_FILE}); upgrade the provider on every worker that lands into it"
+            )
+        if declared != PROTOCOL:  # a v1 zone: its markers stay where they are, new ones go to slots
+            self._put_replacing(protocol_file, PROTOCOL.encode())
 
     def _adopt_pre_marker_chunks(self) -> None:
         """Zones landed before markers existed: their raw file was the commit; give each a marker.
@@ -205,25 +259,86 @@ class LandingZone:
                 self._put(self._join(COMMITS_DIR, parsed[0].stem + MARKER_SUFFIX), b"{}")
 
     def committed(self) -> set[tuple[ChunkId, str]]:
-        """``(chunk, token)`` of every committed chunk (from the markers alone)."""
-        found = (ChunkId.parse(name) for name in self._names(self._join(COMMITS_DIR)))
-        return {entry for entry in found if entry is not None}
+        """``(chunk, token)`` of every committed chunk (from the markers alone; every slot's)."""
+        return self._markers_since(None)
 
     def landed_chunks(self) -> list[ChunkId]:
         return sorted(chunk for chunk, _ in self.committed())
 
+    def landed_next_offsets(self) -> dict[int, int]:
+        """The next offset to land per partition: the checkpoint's, and the markers filed since it (every
+        marker in a zone without one). Work bounded by what landed since the last run, not by the zone's
+        age. Needs no lease: offsets below the answer were committed when it was read."""
+        checkpoint = self._read_checkpoint()
+        since = None if checkpoint is None else checkpoint.slot
+        following = dict(checkpoint.next_offsets) if checkpoint is not None else {}
+        for partition, offset in next_offsets(chunk for chunk, _ in self._markers_since(since)).items():
+            following[partition] = max(following.get(partition, 0), offset)
+        return following
+
     def recover(self) -> dict[int, int]:
-        """Delete data files no marker names; return the next offset to land per partition."""
+        """Begin a run: delete data files no marker names when the last run did not end cleanly; record
+        that a run is under way; return the next offset to land per partition."""
         self.lease.check()
+        checkpoint = self._read_checkpoint()
+        if checkpoint is None or not checkpoint.clean:
+            self._remove_orphans()
+        following = self.landed_next_offsets()
+        self._min_slot = max(slot_of(time.time()), checkpoint.slot if checkpoint is not None else 0)
+        self._write_checkpoint(LandedCheckpoint(self._min_slot, following, clean=False))
+        return following
+
+    def _remove_orphans(self) -> None:
+        """Delete every data file no marker names (a run that died left them; readers never read them)."""
         committed = self.committed()
         orphans = [path for path in self._data_files() if _entry(path) not in committed]
+        for orphan in orphans:  # one DeleteObject each: S3Proxy refuses DeleteObjects with SDK checksums
+            self.fs.rm_file(orphan)
         if orphans:
-            for orphan in orphans:  # one DeleteObject each: S3Proxy refuses DeleteObjects with SDK checksums
-                self.fs.rm_file(orphan)
             log.warning(
                 "landing zone %s: removed %d file(s) left by an interrupted run", self.root, len(orphans)
             )
-        return next_offsets(chunk for chunk, _ in committed)
+
+    def finish(self) -> dict[int, int]:
+        """End a run whose staged chunks are all committed: a clean checkpoint, so the next run neither
+        lists every data file nor every marker. Returns the next offset to land per partition."""
+        self.lease.check()
+        following = self.landed_next_offsets()
+        self._min_slot = max(self._min_slot, slot_of(time.time()))
+        self._write_checkpoint(LandedCheckpoint(self._min_slot, following, clean=True))
+        return following
+
+    def _read_checkpoint(self) -> LandedCheckpoint | None:
+        """The checkpoint; None when there is none, or one that cannot be read (every marker is read then)."""
+        path = self._join(COMMITS_DIR, CHECKPOINT_FILE)
+        try:
+            return LandedCheckpoint.from_json(fresh(self.fs).cat_file(path))
+        except FileNotFoundError:
+            return None
+        except (ValueError, KeyError, TypeError, AttributeError) as err:
+            log.warning("landing zone %s: %s unreadable (%s); reading every marker", self.root, path, err)
+            return None
+
+    def _write_checkpoint(self, checkpoint: LandedCheckpoint) -> None:
+        self.lease.check()
+        self._put_replacing(self._join(COMMITS_DIR, CHECKPOINT_FILE), checkpoint.as_json())
+
+    def _markers_since(self, since_slot: int | None) -> set[tuple[ChunkId, str]]:
+        """The markers in ``_commits/`` itself (zones from before slots), and those filed in slot
+        ``since_slot`` or later (every slot when None)."""
+        commits = self._join(COMMITS_DIR)
+        first_day = None if since_slot is None else slot_folder(since_slot).split("/")[1]
+        names: list[str] = []
+        for entry in self._names(commits):
+            if entry.endswith(MARKER_SUFFIX):
+                names.append(entry)
+            elif DAY_FOLDER.match(entry) and (first_day is None or entry >= first_day):
+                for hhmm in self._names(f"{commits}/{entry}"):
+                    slot = folder_slot(entry, hhmm) if SLOT_FOLDER.match(hhmm) else None
+                    if slot is not None and (since_slot is None or slot >= since_slot):
+                        names.extend(self._names(f"{commits}/{entry}/{hhmm}"))
+        found = (ChunkId.parse(name) for name in names if name.endswith(MARKER_SUFFIX))
+        return {entry for entry in found if entry is not None}
 
     # ---- writing -------------------------------------------------------------------------------
 
@@ -242,7 +357,7 @@ class LandingZone:
         ``raw`` is a table or the native writer's file; ``datapoints`` a table (split here by hour) or
         the native writer's files, one per hour.
         """
-        token = uuid.uuid4().hex[:12]
+        token = slotted_token(max(slot_of(time.time()), self._min_slot), uuid.uuid4().hex[:12])
         name = file_stem(chunk, token) + DATA_SUFFIX
         files: list[str] = []
         if isinstance(datapoints, pa.Table):
@@ -275,7 +390,7 @@ class LandingZone:
         marker = {"files": [path.removeprefix(self.path).lstrip("/") for path in staged.files]}
         marker["records"] = staged.records  # type: ignore[assignment]
         self._put(
-            self._join(COMMITS_DIR, file_stem(staged.chunk, staged.token) + MARKER_SUFFIX),
+            self._join(marker_folder(staged.token), file_stem(staged.chunk, staged.token) + MARKER_SUFFIX),
             json.dumps(marker).encode(),
         )
 
@@ -313,23 +428,44 @@ class LandingZone:
         return path
 
     def _put(self, path: str, data: bytes) -> None:
-        """One whole object; locally a file fsynced (with its folder) before this returns."""
+        """One whole object; locally a file fsynced (with its folder, and every folder it had to
+        create) before this returns."""
         if not self.local:
             self.fs.pipe_file(path, data)
             return
         directory = os.path.dirname(path)
-        os.makedirs(directory, exist_ok=True)
+        self._make_folders(directory)
         with open(path, "wb") as handle:
             handle.write(data)
             if self.fsync:
                 handle.flush()
                 os.fsync(handle.fileno())
         if self.fsync:
-            descriptor = os.open(directory, os.O_RDONLY)
-            try:
-                os.fsync(descriptor)
-            finally:
-                os.close(descriptor)
+            _fsync_folder(directory)
+
+    def _put_replacing(self, path: str, data: bytes) -> None:
+        """``_put`` for a file that is rewritten (the checkpoint, the protocol): a reader sees the old
+        content or the new, never a part (locally a temp file renamed over it; a PUT is whole)."""
+        if not self.local:
+            self.fs.pipe_file(path, data)
+            return
+        temporary = f"{path}.tmp-{uuid.uuid4().hex[:8]}"
+        self._put(temporary, data)
+        os.replace(temporary, path)
+        if self.fsync:
+            _fsync_folder(os.path.dirname(path))
+
+    def _make_folders(self, directory: str) -> None:
+        """Create ``directory`` and its missing parents; fsync each parent that gained one, so a marker or
+        data file in a new folder (a slot's, an hour's) survives a power loss with its folder."""
+        missing = []
+        while directory and not os.path.isdir(directory):
+            missing.append(directory)
+            directory = os.path.dirname(directory)
+        for folder in reversed(missing):
+            os.makedirs(folder, exist_ok=True)
+            if self.fsync:
+                _fsync_folder(os.path.dirname(folder))
 
     def _names(self, directory: str) -> list[str]:
         if not fresh(self.fs).exists(directory):
@@ -344,6 +480,14 @@ class LandingZone:
     def _data_files(self) -> Iterable[str]:
         for table in (RAW_DIR, DATAPOINTS_DIR, QUARANTINE_DIR):
             yield from (path for path in self._find(self._join(table)) if _entry(path) is not None)
+
+
+def _fsync_folder(directory: str) -> None:
+    descriptor = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
 
 
 def _entry(path: str) -> tuple[ChunkId, str] | None:

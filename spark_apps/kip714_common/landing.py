@@ -19,6 +19,7 @@ from functools import reduce
 from operator import and_
 
 from kip714_common.cli import CommonArgs
+from kip714_common.commit_markers import COMMITS_DIR, MARKER_SUFFIX, PROTOCOL_FILE, marker_folder
 from kip714_common.errors import SparkAppInputError
 from kip714_common.files import session_files
 from kip714_common.names import METRIC_NAME_ALIASES
@@ -36,10 +37,9 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 DATAPOINTS_DIR = "datapoints"
-COMMITS_DIR = "_commits"
-CHUNK_FILE = re.compile(r"^p(\d{5,})-(\d{20})-(\d{20})(\.[0-9a-f]{6,32})?\.parquet$")
-"""The lander's commit markers (``airflow_provider_kip714.telemetry.landing_zone``): a data file
-``<chunk>.<token>.parquet`` is landed only when ``_commits/<chunk>.<token>.commit`` exists."""
+CHUNK_FILE = re.compile(r"^p(\d{5,})-(\d{20})-(\d{20})(?:\.([0-9a-f]{6,32}))?\.parquet$")
+"""A chunk's data file, ``<chunk>.<token>.parquet``: landed only when its marker exists, in the folder its
+token names (``commit_markers``; ``airflow_provider_kip714.telemetry.landing_zone`` writes both)."""
 
 
 @dataclass(frozen=True)
@@ -90,28 +90,35 @@ def committed_datapoint_files(
     """Path -> bytes of the committed data files of the hours ``[start, end)`` touches (the chunks
     ``chunk_selection`` selects); ``None`` for a zone without markers.
 
-    Listing the markers and the hour folders (never a folder glob) keeps a chunk that is being written,
-    or was left by a crash, out of every read. Only chunk files (``CHUNK_FILE``) need a marker: any other
-    Parquet file was put there by something else (synthetic or copied data) and is read as before, and
-    a zone without ``_commits/`` was not written by the lander at all.
+    Listing the hour folders and the markers (never a folder glob) keeps a chunk that is being written,
+    or was left by a crash, out of every read. A chunk file's marker is looked for in the one folder its
+    token names (``commit_markers``): a run lists the slots its chunks were landed in, not every marker
+    the zone holds. Only chunk files (``CHUNK_FILE``) need a marker: any other Parquet file was put
+    there by something else (synthetic or copied data) and is read as before, and a zone without
+    ``_commits/PROTOCOL`` was not written by the lander at all (a file, not the folder, is asked for:
+    listing the folder would list every marker under it).
     """
-    if not _zone_exists(spark, f"{input_root}/{COMMITS_DIR}"):
+    if not _zone_exists(spark, f"{input_root}/{COMMITS_DIR}/{PROTOCOL_FILE}"):
         return None
-    committed = {name.removesuffix(".commit") for name in _sizes(spark, f"{input_root}/{COMMITS_DIR}")}
     chunks_from = _CHUNKS_FROM
-    files = {}
+    files: dict[str, int] = {}
+    chunk_files: dict[str, list[tuple[str, str, int]]] = {}  # marker folder -> (path, stem, bytes)
     for folder in _hour_folders(input_root, start, end):
         for name, size in sorted(_sizes(spark, folder).items()):
-            chunk_file = CHUNK_FILE.match(name) is not None
-            hidden = name.startswith((".", "_"))  # temp files, Spark's own markers
-            if (
-                name.endswith(".parquet")
-                and not hidden
-                and (not chunk_file or name.removesuffix(".parquet") in committed)
-                and (not chunk_file or chunks_from is None or _chunk_selected(name, chunks_from))
-            ):
+            if not name.endswith(".parquet") or name.startswith((".", "_")):  # temp files, Spark's own
+                continue
+            found = CHUNK_FILE.match(name)
+            if found is None:
                 files[f"{folder}/{name}"] = size
-    return files
+            elif chunks_from is None or _chunk_selected(name, chunks_from):
+                markers = f"{input_root}/{marker_folder(found.group(4) or '')}"
+                chunk_files.setdefault(markers, []).append(
+                    (f"{folder}/{name}", name[: -len(".parquet")], size)
+                )
+    for markers, candidates in chunk_files.items():
+        committed = _sizes(spark, markers)  # each slot's markers listed once
+        files.update((path, size) for path, stem, size in candidates if stem + MARKER_SUFFIX in committed)
+    return dict(sorted(files.items()))
 
 
 def _hour_folders(input_root: str, start: datetime, end: datetime) -> list[str]:

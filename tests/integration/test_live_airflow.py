@@ -279,7 +279,7 @@ def test_sensor_retry_keeps_one_window_and_a_sigkill_mid_landing_still_removes_i
             api.wait_for_task_state(TROUBLESHOOT, run_id, "land_window", {"running"}, timeout_s=300)
             commits = Path(str(troubleshoot_area(run_id, data_dir(live_airflow)).landing)) / "_commits"
             deadline = time.monotonic() + 120
-            while not any(commits.glob("*.commit")) and time.monotonic() < deadline:
+            while not any(commits.rglob("*.commit")) and time.monotonic() < deadline:
                 time.sleep(0.5)  # mid-landing: at least one chunk committed
             pid = api.task_instances(TROUBLESHOOT, run_id)["land_window"]["pid"]
             assert pid, api.task_instances(TROUBLESHOOT, run_id)["land_window"]

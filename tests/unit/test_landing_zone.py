@@ -18,6 +18,7 @@ from airflow_provider_kip714.exceptions import LandingError
 from airflow_provider_kip714.telemetry.landing_chunk import PartitionBatch
 from airflow_provider_kip714.telemetry.landing_stage import record_columns, stage_chunk, stage_records
 from airflow_provider_kip714.telemetry.landing_zone import ChunkId, LandingZone, file_stem
+from spark_apps.kip714_common.commit_markers import marker_folder
 
 TOPIC = "_client_telemetry"
 HOUR_MS = 3_600_000
@@ -71,7 +72,8 @@ def test_committed_chunk_lands_raw_datapoints_and_quarantine_by_hour(
     staged = land(zone, batch)
     assert (staged.records, staged.quarantined, staged.points) == (90, 9, 81 * 4)
     name = file_stem(staged.chunk, staged.token) + ".parquet"
-    assert (tmp_path / "_commits" / (file_stem(staged.chunk, staged.token) + ".commit")).exists()
+    marker = tmp_path / marker_folder(staged.token) / (file_stem(staged.chunk, staged.token) + ".commit")
+    assert marker.exists() and marker.parent.parent.parent == tmp_path / "_commits"
     assert files(tmp_path) == [
         f"datapoints/date=2025-11-22/hour=08/{name}",
         f"datapoints/date=2025-11-22/hour=09/{name}",
