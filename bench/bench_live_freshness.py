@@ -544,19 +544,37 @@ def load_average() -> str:
 # ---- the run ---------------------------------------------------------------------------------------
 
 
+def telemetry_hours(live: Live) -> tuple[datetime, datetime, datetime]:
+    """(first hour, end of the last hour, the middle push's accept time) of the topic's client pushes, as
+    a bounded landing of it now would land them (read from a throwaway landing)."""
+    probe = Path(tempfile.mkdtemp(prefix="kip714-hours-"))
+    try:
+        land_topic(live.config, live.topic, probe)
+        accepted = np.sort(Pushes.read(probe).accepted)
+    finally:
+        shutil.rmtree(probe, ignore_errors=True)
+    first, last = float(accepted[0]), float(accepted[-1])
+    start = datetime.fromtimestamp(first, UTC).replace(minute=0, second=0, microsecond=0)
+    end = datetime.fromtimestamp(last, UTC).replace(minute=0, second=0, microsecond=0) + timedelta(hours=1)
+    return start, end, datetime.fromtimestamp(float(accepted[len(accepted) // 2]), UTC)
+
+
 def hourly_run(
-    live: Live, work: Path, pushes_per_s: float, name: str, until: datetime | None = None
+    live: Live,
+    work: Path,
+    pushes_per_s: float,
+    name: str,
+    hours: tuple[datetime, datetime],
+    until: datetime | None = None,
 ) -> dict[str, Any]:
     """One run of the hourly DAG's work over the topic (``until`` bounds it): landed in one go into a fresh
-    zone, then its pipeline on the same server; CPU seconds of landing, client and server."""
+    zone, then its pipeline over ``hours`` on the same server; CPU seconds of landing, client and server."""
     zone = work / name / "landing"
     cpu0, server0, wall0 = time.process_time(), process_cpu(live.server_pid), time.time()
     land_topic(live.config, live.topic, zone, until=until)
     landing_cpu = time.process_time() - cpu0
     pushes = Pushes.read(zone)
-    first, last = float(pushes.accepted.min()), float(pushes.accepted.max())
-    start = datetime.fromtimestamp(first, UTC).replace(minute=0, second=0, microsecond=0)
-    end = datetime.fromtimestamp(last, UTC).replace(minute=0, second=0, microsecond=0) + timedelta(hours=1)
+    start, end = hours
     args = application_args(
         str(zone),
         str(work / name / "analytics"),
@@ -579,8 +597,6 @@ def hourly_run(
             else "input not reported"
         ),
         "pushes": len(pushes.offset),
-        "first": first,
-        "last": last,
         "telemetry_s": len(pushes.offset) / pushes_per_s,
         "landing_cpu": landing_cpu,
         "client_cpu": client,
@@ -596,24 +612,36 @@ def hourly(live: Live, work: Path, pushes_per_s: float) -> dict[str, Any]:
 
     The real DAG runs once an hour: a run's fixed part (the client, planning, the listing) is paid once
     per hour, its per-push part for every push. Scaling one run over a few minutes of telemetry up to an
-    hour would count the fixed part a dozen times. So a second run lands and analyses the first half of
-    the same pushes; the line through the two runs gives the per-push CPU (its slope) and the fixed part
-    (its intercept, kept within [0, the whole run's CPU]), and an hour costs the fixed part once plus an
-    hour's pushes.
+    hour would count the fixed part about ten times. So a run over the first half of the same pushes
+    (first: what warming up remains counts as fixed, which errs against live mode) and a run over all of
+    them, both over the same hours, give a line: its slope is the CPU per push, its intercept the fixed
+    part, and an hour costs the fixed part once plus an hour's pushes. When the line does not rise (noise
+    larger than the half's work), the whole run scaled to an hour stands instead, and says so.
     """
-    whole = hourly_run(live, work, pushes_per_s, "hourly")
-    middle = datetime.fromtimestamp((whole["first"] + whole["last"]) / 2, UTC)
-    half = hourly_run(live, work, pushes_per_s, "hourly-half", until=middle)
+    start, end, middle = telemetry_hours(live)
+    half = hourly_run(live, work, pushes_per_s, "hourly-half", (start, end), until=middle)
+    whole = hourly_run(live, work, pushes_per_s, "hourly", (start, end))
+    scaled = whole["cpu"] * 3600 / whole["telemetry_s"]
     spread = whole["telemetry_s"] - half["telemetry_s"]
-    per_second = (whole["cpu"] - half["cpu"]) / spread if spread > 0 else whole["cpu"] / whole["telemetry_s"]
-    fixed = min(max(whole["cpu"] - per_second * whole["telemetry_s"], 0.0), whole["cpu"])
-    per_second = (whole["cpu"] - fixed) / whole["telemetry_s"]
+    slope = (whole["cpu"] - half["cpu"]) / spread if spread > 0 else 0.0
+    fixed = whole["cpu"] - slope * whole["telemetry_s"]
+    if slope <= 0 or not 0 <= fixed <= whole["cpu"]:
+        print(
+            f"the two hourly runs give no usable line (slope {slope:.4f} CPU s per telemetry second): scaled"
+        )
+        return {
+            **whole,
+            "half": half,
+            "fixed_cpu": None,
+            "cpu_per_hour": scaled,
+            "cpu_per_hour_scaled": scaled,
+        }
     return {
         **whole,
         "half": half,
         "fixed_cpu": fixed,
-        "cpu_per_hour": fixed + per_second * 3600,
-        "cpu_per_hour_scaled": whole["cpu"] * 3600 / whole["telemetry_s"],
+        "cpu_per_hour": fixed + slope * 3600,
+        "cpu_per_hour_scaled": scaled,
     }
 
 
@@ -931,14 +959,17 @@ def report_cost(
         f"{cost['client_cpu']:.1f} + server {cost['server_cpu']:.1f} CPU s, {cost['wall']:.0f} s wall"
     )
     print(
-        f"the same over the first half ({half['pushes']} pushes, {half['read']}): landing "
-        f"{half['landing_cpu']:.1f} + client {half['client_cpu']:.1f} + server {half['server_cpu']:.1f} CPU s"
+        f"the same over the first half, run first ({half['pushes']} pushes, {half['hours']:.0f} hour(s), "
+        f"{half['read']}): landing {half['landing_cpu']:.1f} + client {half['client_cpu']:.1f} + server "
+        f"{half['server_cpu']:.1f} CPU s"
     )
-    print(
-        f"hourly DAG per hour of telemetry: fixed part {cost['fixed_cpu']:.1f} CPU s once + "
-        f"{cost['cpu_per_hour'] - cost['fixed_cpu']:.0f} for an hour's pushes = {cost['cpu_per_hour']:.0f} "
-        f"CPU s (the whole run scaled to an hour, fixed part and all: {cost['cpu_per_hour_scaled']:.0f})"
-    )
+    if cost["fixed_cpu"] is not None:
+        print(
+            f"hourly DAG per hour of telemetry: fixed part {cost['fixed_cpu']:.1f} CPU s once + "
+            f"{cost['cpu_per_hour'] - cost['fixed_cpu']:.0f} for an hour's pushes = "
+            f"{cost['cpu_per_hour']:.0f} CPU s (the whole run scaled to an hour, fixed part and all: "
+            f"{cost['cpu_per_hour_scaled']:.0f})"
+        )
     print(
         f"live/hourly CPU per hour of telemetry: {live_per_hour:.0f} / {cost['cpu_per_hour']:.0f} = "
         f"{live_per_hour / cost['cpu_per_hour']:.1f}x (target <= 3x; against the scaled run: "

@@ -45,6 +45,7 @@ import json
 import logging
 import os
 import re
+import threading
 import time
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
@@ -76,6 +77,7 @@ from spark_apps.kip714_common.commit_markers import (
     slot_folder,
     slot_of,
     slotted_token,
+    token_slot,
 )
 
 if TYPE_CHECKING:
@@ -89,6 +91,8 @@ QUARANTINE_DIR: Final = "quarantine"
 LEASE_DIR: Final = "_lease"
 ZONE_FILE: Final = "_zone.json"
 CHECKPOINT_FILE: Final = "_landed.json"
+_ZONE_TOPIC_KEY: Final = "zone_topic"
+_V1_FENCE: Final = " (landing protocol v2: upgrade the provider to land here)"
 PROTOCOL: Final = "kip714 landing commit markers v2\n"
 """v2: markers filed by slot, and the checkpoint; v1 zones (markers in ``_commits/`` itself) read the same."""
 KNOWN_PROTOCOLS: Final = frozenset({"kip714 landing commit markers v1\n", PROTOCOL})
@@ -162,21 +166,30 @@ def hour_directory(date: str, hour: int) -> str:
 class LandedCheckpoint:
     """``_commits/_landed.json``: the next offset per partition as the markers said when a run began (not
     ``clean``: a run is under way, or died) or ended with every chunk it staged committed (``clean``).
-    Every marker committed after it is filed in ``slot`` or a later slot."""
+    Every marker committed after it is filed in ``slot`` or a later slot; ``counted`` names the markers
+    already in those slots when it was written (a later one below ``next_offsets`` is an overlap)."""
 
     slot: int
     next_offsets: Mapping[int, int] = field(default_factory=dict)
     clean: bool = False
+    counted: frozenset[str] = frozenset()
 
     def as_json(self) -> bytes:
         offsets = {str(partition): offset for partition, offset in sorted(self.next_offsets.items())}
-        return json.dumps({"slot": self.slot, "next_offsets": offsets, "clean": self.clean}).encode()
+        body = {
+            "slot": self.slot,
+            "next_offsets": offsets,
+            "clean": self.clean,
+            "counted": sorted(self.counted),
+        }
+        return json.dumps(body).encode()
 
     @classmethod
     def from_json(cls, text: bytes) -> LandedCheckpoint:
         body = json.loads(text)
         offsets = {int(partition): int(offset) for partition, offset in body["next_offsets"].items()}
-        return cls(int(body["slot"]), offsets, bool(body["clean"]))
+        counted = frozenset(str(stem) for stem in body["counted"])
+        return cls(int(body["slot"]), offsets, bool(body["clean"]), counted)
 
 
 @dataclass(frozen=True)
@@ -208,6 +221,7 @@ class LandingZone:
         self.commits_dir = self.root / COMMITS_DIR
         self._min_slot = 0
         """No token of this run names an earlier slot (``recover`` sets it from the checkpoint)."""
+        self._folders = threading.Lock()
 
     def lock(self) -> ZoneLease:
         """The zone's lease, a context manager: two landing runs on one zone would break the protocol."""
@@ -219,23 +233,29 @@ class LandingZone:
     # ---- set-up and recovery (lease held) -------------------------------------------------------
 
     def prepare(self) -> None:
-        """Pin the zone to its topic (refuse another topic's zone) and declare the marker protocol."""
+        """Pin the zone to its topic (refuse another topic's zone), keep landers from before protocol v2
+        out of it, and declare the marker protocol."""
         zone_file = self._join(ZONE_FILE)
-        if fresh(self.fs).exists(zone_file):
-            recorded = json.loads(self.fs.cat_file(zone_file)).get("topic")
-            if recorded != self.topic:
-                raise LandingError(
-                    f"out_dir: {self.root} is the landing zone of topic {recorded!r}, not {self.topic!r}; "
-                    "use one directory per topic"
-                )
-        else:
-            self._put(zone_file, json.dumps({"topic": self.topic}).encode())
+        body = json.loads(self.fs.cat_file(zone_file)) if fresh(self.fs).exists(zone_file) else {}
+        recorded = body.get(_ZONE_TOPIC_KEY, body.get("topic", self.topic))
+        if recorded != self.topic:
+            raise LandingError(
+                f"out_dir: {self.root} is the landing zone of topic {recorded!r}, not {self.topic!r}; "
+                "use one directory per topic"
+            )
+        if _ZONE_TOPIC_KEY not in body:
+            # A v1 lander reads "topic" and refuses any other: the zone is fenced before a slot's marker
+            # exists (v1's recovery, blind to slots, would delete the files those markers name).
+            guard = {"topic": f"{self.topic}{_V1_FENCE}", _ZONE_TOPIC_KEY: self.topic}
+            self._put_replacing(zone_file, json.dumps(guard).encode())
         protocol_file = self._join(COMMITS_DIR, PROTOCOL_FILE)
-        if not fresh(self.fs).exists(protocol_file):
+        declared = ""
+        if fresh(self.fs).exists(protocol_file):
+            declared = fresh(self.fs).cat_file(protocol_file).decode(errors="replace")
+        if not declared:  # none yet, or a write that died before its bytes (adopting again is harmless)
             self._adopt_pre_marker_chunks()
-            self._put(protocol_file, PROTOCOL.encode())
+            self._put_replacing(protocol_file, PROTOCOL.encode())
             return
-        declared = fresh(self.fs).cat_file(protocol_file).decode(errors="replace")
         if declared not in KNOWN_PROTOCOLS:
             raise LandingError(
                 f"out_dir: {self.root} was landed by a newer version of the lander ({declared.strip()!r} in "
@@ -269,12 +289,31 @@ class LandingZone:
         """The next offset to land per partition: the checkpoint's, and the markers filed since it (every
         marker in a zone without one). Work bounded by what landed since the last run, not by the zone's
         age. Needs no lease: offsets below the answer were committed when it was read."""
-        checkpoint = self._read_checkpoint()
-        since = None if checkpoint is None else checkpoint.slot
-        following = dict(checkpoint.next_offsets) if checkpoint is not None else {}
-        for partition, offset in next_offsets(chunk for chunk, _ in self._markers_since(since)).items():
+        return self._resume_point(self._read_checkpoint())[0]
+
+    def _resume_point(
+        self, checkpoint: LandedCheckpoint | None
+    ) -> tuple[dict[int, int], set[tuple[ChunkId, str]]]:
+        """(next offset per partition, the markers read to find it: the checkpoint's slot's and later).
+
+        A marker filed since the checkpoint that starts below its next offset, and that it did not count,
+        overlaps what was landed before: refused, as ``next_offsets`` refuses two overlapping markers."""
+        if checkpoint is None:
+            markers = self._markers_since(None)
+            return next_offsets(chunk for chunk, _ in markers), markers
+        markers = self._markers_since(checkpoint.slot)
+        following = dict(checkpoint.next_offsets)
+        for chunk, token in sorted(markers):
+            stem = file_stem(chunk, token)
+            if stem not in checkpoint.counted and chunk.first_offset < following.get(chunk.partition, 0):
+                raise LandingError(
+                    f"{COMMITS_DIR}/: chunk {stem} overlaps offsets landed before it (the zone's checkpoint "
+                    f"resumes partition {chunk.partition} at {following[chunk.partition]}); the landing "
+                    "zone was modified by hand or by two writers"
+                )
+        for partition, offset in next_offsets(chunk for chunk, _ in markers).items():
             following[partition] = max(following.get(partition, 0), offset)
-        return following
+        return following, markers
 
     def recover(self) -> dict[int, int]:
         """Begin a run: delete data files no marker names when the last run did not end cleanly; record
@@ -283,9 +322,9 @@ class LandingZone:
         checkpoint = self._read_checkpoint()
         if checkpoint is None or not checkpoint.clean:
             self._remove_orphans()
-        following = self.landed_next_offsets()
+        following, markers = self._resume_point(checkpoint)
         self._min_slot = max(slot_of(time.time()), checkpoint.slot if checkpoint is not None else 0)
-        self._write_checkpoint(LandedCheckpoint(self._min_slot, following, clean=False))
+        self._write_checkpoint(self._min_slot, following, markers, clean=False)
         return following
 
     def _remove_orphans(self) -> None:
@@ -303,9 +342,9 @@ class LandingZone:
         """End a run whose staged chunks are all committed: a clean checkpoint, so the next run neither
         lists every data file nor every marker. Returns the next offset to land per partition."""
         self.lease.check()
-        following = self.landed_next_offsets()
+        following, markers = self._resume_point(self._read_checkpoint())
         self._min_slot = max(self._min_slot, slot_of(time.time()))
-        self._write_checkpoint(LandedCheckpoint(self._min_slot, following, clean=True))
+        self._write_checkpoint(self._min_slot, following, markers, clean=True)
         return following
 
     def _read_checkpoint(self) -> LandedCheckpoint | None:
@@ -319,24 +358,33 @@ class LandingZone:
             log.warning("landing zone %s: %s unreadable (%s); reading every marker", self.root, path, err)
             return None
 
-    def _write_checkpoint(self, checkpoint: LandedCheckpoint) -> None:
+    def _write_checkpoint(
+        self, slot: int, following: dict[int, int], markers: set[tuple[ChunkId, str]], *, clean: bool
+    ) -> None:
+        """The checkpoint at ``slot``, counting the ``markers`` already filed in it or later."""
         self.lease.check()
+        counted = frozenset(
+            file_stem(chunk, token) for chunk, token in markers if _filed_in_or_after(token, slot)
+        )
+        checkpoint = LandedCheckpoint(slot, following, clean, counted)
         self._put_replacing(self._join(COMMITS_DIR, CHECKPOINT_FILE), checkpoint.as_json())
 
     def _markers_since(self, since_slot: int | None) -> set[tuple[ChunkId, str]]:
-        """The markers in ``_commits/`` itself (zones from before slots), and those filed in slot
-        ``since_slot`` or later (every slot when None)."""
+        """Every marker (``since_slot`` None: one recursive listing, as a whole-table reader needs), or
+        those filed in slot ``since_slot`` or later. The markers in ``_commits/`` itself (zones from
+        before slots) are left out then: a checkpoint counted them, and no lander writes them since."""
         commits = self._join(COMMITS_DIR)
-        first_day = None if since_slot is None else slot_folder(since_slot).split("/")[1]
-        names: list[str] = []
-        for entry in self._names(commits):
-            if entry.endswith(MARKER_SUFFIX):
-                names.append(entry)
-            elif DAY_FOLDER.match(entry) and (first_day is None or entry >= first_day):
-                for hhmm in self._names(f"{commits}/{entry}"):
-                    slot = folder_slot(entry, hhmm) if SLOT_FOLDER.match(hhmm) else None
-                    if slot is not None and (since_slot is None or slot >= since_slot):
-                        names.extend(self._names(f"{commits}/{entry}/{hhmm}"))
+        if since_slot is None:
+            names = [path.rsplit("/", 1)[-1] for path in self._find(commits)]
+        else:
+            first_day = slot_folder(since_slot).split("/")[1]
+            names = []
+            for day in self._names(commits):
+                if not DAY_FOLDER.match(day) or day < first_day:
+                    continue
+                for hhmm in self._names(f"{commits}/{day}"):
+                    if SLOT_FOLDER.match(hhmm) and folder_slot(day, hhmm) >= since_slot:
+                        names.extend(self._names(f"{commits}/{day}/{hhmm}"))
         found = (ChunkId.parse(name) for name in names if name.endswith(MARKER_SUFFIX))
         return {entry for entry in found if entry is not None}
 
@@ -458,14 +506,15 @@ class LandingZone:
     def _make_folders(self, directory: str) -> None:
         """Create ``directory`` and its missing parents; fsync each parent that gained one, so a marker or
         data file in a new folder (a slot's, an hour's) survives a power loss with its folder."""
-        missing = []
-        while directory and not os.path.isdir(directory):
-            missing.append(directory)
-            directory = os.path.dirname(directory)
-        for folder in reversed(missing):
-            os.makedirs(folder, exist_ok=True)
-            if self.fsync:
-                _fsync_folder(os.path.dirname(folder))
+        with self._folders:  # a staging thread that finds the folder finds it fsynced into its parent
+            missing = []
+            while directory and not os.path.isdir(directory):
+                missing.append(directory)
+                directory = os.path.dirname(directory)
+            for folder in reversed(missing):
+                os.makedirs(folder, exist_ok=True)
+                if self.fsync:
+                    _fsync_folder(os.path.dirname(folder))
 
     def _names(self, directory: str) -> list[str]:
         if not fresh(self.fs).exists(directory):
@@ -480,6 +529,11 @@ class LandingZone:
     def _data_files(self) -> Iterable[str]:
         for table in (RAW_DIR, DATAPOINTS_DIR, QUARANTINE_DIR):
             yield from (path for path in self._find(self._join(table)) if _entry(path) is not None)
+
+
+def _filed_in_or_after(token: str, slot: int) -> bool:
+    filed = token_slot(token)
+    return filed is not None and filed >= slot
 
 
 def _fsync_folder(directory: str) -> None:

@@ -63,7 +63,9 @@ def _archive(zone: LandingZone, archive: Any) -> None:
     """
     archive.mkdir(parents=True, exist_ok=True)
     entries = [entry for entry in zone.root.iterdir() if entry.name not in _KEEP]
-    for entry in sorted(entries, key=lambda entry: entry.name in _COMMIT_RECORDS):
+    # the markers strictly last: moved before the raw files, a crash in between would leave those raw
+    # files without markers, and the next run's recovery would delete them
+    for entry in sorted(entries, key=lambda entry: (entry.name in _COMMIT_RECORDS, entry.name == "_commits")):
         entry.rename(archive / entry.name)
 
 

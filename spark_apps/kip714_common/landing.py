@@ -79,46 +79,68 @@ def _zone_exists(spark: SparkSession, path: str) -> bool:
     return listed(("exists", path), lambda: path_exists(spark, path))
 
 
-def _sizes(spark: SparkSession, directory: str) -> dict[str, int]:
-    """The visible files of a landing-zone folder and their bytes, listed once per run of several steps."""
-    return listed(("sizes", directory), lambda: session_files(spark).sizes(directory))
-
-
 def committed_datapoint_files(
     spark: SparkSession, input_root: str, start: datetime, end: datetime
 ) -> dict[str, int] | None:
     """Path -> bytes of the committed data files of the hours ``[start, end)`` touches (the chunks
-    ``chunk_selection`` selects); ``None`` for a zone without markers.
+    ``chunk_selection`` selects); ``None`` for a zone without markers. Within ``shared_reads`` one
+    answer stands for the whole run (every step reads the same snapshot).
 
-    Listing the hour folders and the markers (never a folder glob) keeps a chunk that is being written,
-    or was left by a crash, out of every read. A chunk file's marker is looked for in the one folder its
-    token names (``commit_markers``): a run lists the slots its chunks were landed in, not every marker
-    the zone holds. Only chunk files (``CHUNK_FILE``) need a marker: any other Parquet file was put
-    there by something else (synthetic or copied data) and is read as before, and a zone without
+    Listing (never a folder glob) keeps a chunk that is being written, or was left by a crash, out of
+    every read, and takes a chunk whole or not at all. A chunk file's marker is looked for in the one
+    folder its token names (``commit_markers``): a run lists the slots its chunks were landed in, not
+    every marker the zone holds. Only chunk files (``CHUNK_FILE``) need a marker: any other Parquet file
+    was put there by something else (synthetic or copied data) and is read as before, and a zone without
     ``_commits/PROTOCOL`` was not written by the lander at all (a file, not the folder, is asked for:
     listing the folder would list every marker under it).
     """
+    chunks_from = _CHUNKS_FROM
+    folders = tuple(_hour_folders(input_root, start, end))
+    selection = "all" if chunks_from is None else ",".join(f"{p}:{o}" for p, o in sorted(chunks_from.items()))
+    key = f"{' '.join(folders)} {selection}"
+    return listed(("committed", key), lambda: _committed_now(spark, input_root, folders, chunks_from))
+
+
+def _committed_now(
+    spark: SparkSession, input_root: str, folders: tuple[str, ...], chunks_from: Mapping[int, int] | None
+) -> dict[str, int] | None:
+    """``committed_datapoint_files``, listed now: the hour folders (which slots to look in), those slots'
+    markers (once a run), then the hour folders again. A chunk spanning two hours writes both files
+    before its marker, so once its marker is seen, the second listing holds both; the first may have
+    caught only one."""
     if not _zone_exists(spark, f"{input_root}/{COMMITS_DIR}/{PROTOCOL_FILE}"):
         return None
-    chunks_from = _CHUNKS_FROM
-    files: dict[str, int] = {}
-    chunk_files: dict[str, list[tuple[str, str, int]]] = {}  # marker folder -> (path, stem, bytes)
-    for folder in _hour_folders(input_root, start, end):
-        for name, size in sorted(_sizes(spark, folder).items()):
-            if not name.endswith(".parquet") or name.startswith((".", "_")):  # temp files, Spark's own
-                continue
-            found = CHUNK_FILE.match(name)
-            if found is None:
-                files[f"{folder}/{name}"] = size
-            elif chunks_from is None or _chunk_selected(name, chunks_from):
-                markers = f"{input_root}/{marker_folder(found.group(4) or '')}"
-                chunk_files.setdefault(markers, []).append(
-                    (f"{folder}/{name}", name[: -len(".parquet")], size)
-                )
-    for markers, candidates in chunk_files.items():
-        committed = _sizes(spark, markers)  # each slot's markers listed once
-        files.update((path, size) for path, stem, size in candidates if stem + MARKER_SUFFIX in committed)
-    return dict(sorted(files.items()))
+    storage = session_files(spark)
+
+    def chunk_files() -> Iterator[tuple[str, str, int, re.Match[str] | None]]:
+        for folder in folders:
+            for name, size in sorted(storage.sizes(folder).items()):
+                if name.endswith(".parquet") and not name.startswith((".", "_")):  # temp files, Spark's own
+                    yield folder, name, size, CHUNK_FILE.match(name)
+
+    def selected(name: str, found: re.Match[str] | None) -> bool:
+        return found is not None and (chunks_from is None or _chunk_selected(name, chunks_from))
+
+    marker_folders = {
+        marker_folder(found.group(4) or "")
+        for _, name, _, found in chunk_files()
+        if found is not None and selected(name, found)
+    }
+    committed = frozenset().union(*(_markers(spark, f"{input_root}/{folder}") for folder in marker_folders))
+    return {
+        f"{folder}/{name}": size
+        for folder, name, size, found in chunk_files()
+        if found is None or (selected(name, found) and name.removesuffix(".parquet") in committed)
+    }
+
+
+def _markers(spark: SparkSession, folder: str) -> frozenset[str]:
+    """The chunk stems a marker folder names, listed once a run: every read of the run takes the same
+    markers (and lists the hour folders after them)."""
+    return listed(
+        ("markers", folder),
+        lambda: frozenset(name.removesuffix(MARKER_SUFFIX) for name in session_files(spark).sizes(folder)),
+    )
 
 
 def _hour_folders(input_root: str, start: datetime, end: datetime) -> list[str]:

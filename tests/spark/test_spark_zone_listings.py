@@ -29,9 +29,10 @@ END = datetime(2026, 3, 2, 11, 0, tzinfo=UTC)
 
 
 class CountingFiles(HadoopFiles):
-    """The real Hadoop listings, counted."""
+    """The real Hadoop listings, counted (and the folders listed, relative to the zone)."""
 
     calls: Counter[str] = Counter()
+    folders: list[str] = []
 
     def exists(self, path: str) -> bool:
         self.calls["exists"] += 1
@@ -39,7 +40,38 @@ class CountingFiles(HadoopFiles):
 
     def sizes(self, directory: str) -> dict[str, int]:
         self.calls["listed:_commits" if "/_commits" in directory else "listed"] += 1
+        self.folders.append(directory.split("/landing/", 1)[-1])
         return super().sizes(directory)
+
+
+class LateFileFiles(HadoopFiles):
+    """The first listing of the folder holding ``late`` does not show it yet: written just after that
+    listing began, its chunk committed before the markers were listed."""
+
+    late = ""
+
+    def sizes(self, directory: str) -> dict[str, int]:
+        found = super().sizes(directory)
+        if LateFileFiles.late in found:
+            del found[LateFileFiles.late]
+            LateFileFiles.late = ""
+        return found
+
+
+def slot_folders(zone: Path) -> set[str]:
+    """The slot folders holding the zone's markers, relative to the zone."""
+    return {str(path.parent.relative_to(zone)) for path in (zone / "_commits").rglob("*.commit")}
+
+
+def as_v1(zone: Path, marker: Path, token: str = "0123456789ab") -> str:
+    """Rename a committed chunk's files and marker as a v1 lander named them (12 hex digits, the marker in
+    ``_commits/`` itself); returns the chunk's new stem."""
+    old = marker.name.removesuffix(".commit")
+    new = old.rsplit(".", 1)[0] + "." + token
+    for path in list(zone.rglob(f"{old}.parquet")):
+        path.rename(path.with_name(f"{new}.parquet"))
+    marker.rename(zone / "_commits" / f"{new}.commit")
+    return new
 
 
 def stage_uncommitted(zone: Path) -> None:
@@ -78,7 +110,7 @@ def test_one_run_lists_the_zone_once_and_the_next_run_afresh(  # type: ignore[no
         landing.read_datapoints(spark, str(zone), START, END)
         markers_listed = CountingFiles.calls["listed:_commits"]
         # once each slot the chunks were landed in (usually one), never ``_commits/`` as a whole
-        assert markers_listed == len({path.parent for path in (zone / "_commits").rglob("*.commit")})
+        assert markers_listed == len(slot_folders(zone))
         # chunks that appear while the run goes on: one committed, one staged but not committed
         land_fleet(zone, datetime(2026, 3, 2, 10, 40, tzinfo=UTC), FleetShape(instances=5, duration_s=4))
         stage_uncommitted(zone)
@@ -124,3 +156,42 @@ def test_a_run_is_sized_by_the_chunks_it_reads_not_by_its_hour_folders(spark, tm
     with landing.chunk_selection({0: cut}):
         sized = landing.landed_bytes(spark, str(zone), START, END)
     assert sized == sum(selected.values()) < sum(committed.values())
+
+
+@pytest.mark.timeout(180)
+def test_markers_are_looked_for_where_the_tokens_say_and_a_chunk_is_taken_whole(  # type: ignore[no-untyped-def]
+    spark, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Only the slots the hour's chunks name are listed (not a slot of another day's chunks); a v1 chunk
+    (its marker in ``_commits/`` itself) is read; a v1-named file without a marker is not; and a chunk
+    file written after the hour folder was first listed is read once its marker is seen."""
+    zone = tmp_path / "landing"
+    land_fleet(zone, START, FleetShape(instances=20, duration_s=20))
+    slots = slot_folders(zone)
+    other_day = zone / "_commits" / "2026-01-01" / "0000"
+    other_day.mkdir(parents=True)
+    (other_day / "p00009-00000000000000000000-00000000000000000009.0000000000000000abcd.commit").write_text(
+        "{}"
+    )
+    markers = sorted((zone / "_commits").rglob("p*.commit"))
+    v1_stem = as_v1(zone, next(marker for marker in markers if marker.parent != other_day))
+    folder = zone / "datapoints" / "date=2026-03-02" / "hour=10"
+    unmarked = folder / "p00011-00000000000000000000-00000000000000000004.0123456789ab.parquet"
+    unmarked.write_bytes((folder / f"{v1_stem}.parquet").read_bytes())
+
+    monkeypatch.setattr(landing, "session_files", CountingFiles)
+    CountingFiles.folders.clear()
+    committed = landing.committed_datapoint_files(spark, str(zone), START, END)
+    assert committed is not None
+    names = {path.rsplit("/", 1)[-1] for path in committed}
+    marker_listings = {folder for folder in CountingFiles.folders if folder.startswith("_commits")}
+    assert marker_listings == slots | {"_commits"}  # the hour's slots, and the root for the v1 chunk
+    assert f"{v1_stem}.parquet" in names and unmarked.name not in names
+    on_disk = {path.name for path in folder.glob("*.parquet")} - {unmarked.name}
+    assert names == on_disk
+
+    late = sorted(on_disk - {f"{v1_stem}.parquet"})[0]
+    LateFileFiles.late = late
+    monkeypatch.setattr(landing, "session_files", LateFileFiles)
+    assert landing.committed_datapoint_files(spark, str(zone), START, END) == committed
+    assert LateFileFiles.late == ""  # the first listing did leave it out

@@ -16,7 +16,7 @@ from test_landing_zone import TOPIC, files, land, records
 from airflow_provider_kip714.exceptions import LandingError
 from airflow_provider_kip714.telemetry import landing_zone
 from airflow_provider_kip714.telemetry.landing_stage import stage_records
-from airflow_provider_kip714.telemetry.landing_zone import ChunkId, LandingZone, file_stem
+from airflow_provider_kip714.telemetry.landing_zone import ChunkId, LandingZone, StagedChunk, file_stem
 from spark_apps.kip714_common.commit_markers import (
     SLOT_SECONDS,
     marker_folder,
@@ -130,33 +130,83 @@ def test_a_run_whose_clock_is_behind_files_its_markers_no_earlier_than_the_check
         assert zone.recover() == {0: 20}
 
 
-def test_markers_a_pre_slot_lander_writes_later_still_count(tmp_path: Path, clock: Clock) -> None:
-    """A worker still on the old provider files markers in ``_commits/`` itself: every run reads those."""
+def as_v1(root: Path, staged: StagedChunk, token: str = "0123456789ab") -> str:
+    """Rename a committed chunk's files and marker as a v1 lander named them (12 hex digits, the marker
+    in ``_commits/`` itself); returns its new stem."""
+    old, new = file_stem(staged.chunk, staged.token), file_stem(staged.chunk, token)
+    for path in staged.files:
+        moved = Path(path)
+        moved.rename(moved.with_name(moved.name.replace(old, new)))
+    (root / marker_folder(staged.token) / f"{old}.commit").rename(root / "_commits" / f"{new}.commit")
+    return new
+
+
+def test_a_v1_lander_is_fenced_out_of_a_v2_zone(tmp_path: Path) -> None:
+    """v1's recovery knows no slots: it would delete every file a slot's marker names. v1 compares
+    ``_zone.json``'s topic with its own and refuses another, so v2 fences the zone there."""
+    zone = LandingZone(tmp_path, TOPIC, fsync=False)
+    (tmp_path / "_zone.json").write_text(json.dumps({"topic": TOPIC}))  # as v1 left it
+    zone.prepare()
+    recorded = json.loads((tmp_path / "_zone.json").read_text())
+    assert recorded["topic"] != TOPIC and "upgrade the provider" in recorded["topic"]
+    zone.prepare()  # v2 itself still lands here
+    with pytest.raises(LandingError, match="landing zone of topic '_client_telemetry', not 'other'"):
+        LandingZone(tmp_path, "other").prepare()
+
+
+def test_a_marker_filed_since_the_checkpoint_below_its_offsets_is_an_overlap(
+    tmp_path: Path, clock: Clock
+) -> None:
+    """Two writers (a lease broken by clocks apart) or a hand edit: v1 caught it on every run."""
     zone = LandingZone(tmp_path, TOPIC, fsync=False)
     with zone.lock():
         zone.prepare()
-        run(zone, records(0, 0, 10))
-        staged = stage_records(zone, "otlp_proto", records(0, 10, 5))
-        zone.commit(staged)
-        name = file_stem(staged.chunk, staged.token) + ".commit"
-        (tmp_path / marker_folder(staged.token) / name).rename(tmp_path / "_commits" / name)
-        assert zone.landed_next_offsets() == {0: 15}
-        assert zone.recover() == {0: 15}
+        run(zone, records(0, 0, 10), records(0, 10, 10))
+        clock.now += SLOT_SECONDS
+        land(zone, records(0, 5, 10))  # lands offsets 5-14 again, in a later slot
+        with pytest.raises(LandingError, match=r"p00000-0+5-0+14\.[0-9a-f]+ overlaps offsets landed before"):
+            zone.recover()
+
+
+def test_a_torn_protocol_file_is_written_again(tmp_path: Path) -> None:
+    zone = LandingZone(tmp_path, TOPIC, fsync=False)
+    zone.prepare()
+    (tmp_path / "_commits" / "PROTOCOL").write_bytes(b"")  # a write that died before its bytes
+    zone.prepare()
+    assert (tmp_path / "_commits" / "PROTOCOL").read_text() == landing_zone.PROTOCOL
 
 
 def test_a_v1_zone_keeps_its_markers_and_files_new_ones_by_slot(tmp_path: Path, clock: Clock) -> None:
     zone = LandingZone(tmp_path, TOPIC, fsync=False)
     with zone.lock():
         zone.prepare()
-        staged = land(zone, records(0, 0, 10))
-        marker = tmp_path / marker_folder(staged.token) / (file_stem(staged.chunk, staged.token) + ".commit")
-        marker.rename(tmp_path / "_commits" / marker.name)  # where a v1 lander filed it
+        v1_stem = as_v1(tmp_path, land(zone, records(0, 0, 10)))
         (tmp_path / "_commits" / "PROTOCOL").write_text("kip714 landing commit markers v1\n")
         zone.prepare()
         assert (tmp_path / "_commits" / "PROTOCOL").read_text() == landing_zone.PROTOCOL
-        assert run(zone, records(0, 10, 10)) == {0: 20}
-    assert {chunk for chunk, _ in zone.committed()} == {ChunkId(0, 0, 9), ChunkId(0, 10, 19)}
-    assert zone.read_table("raw").column("offset").to_pylist() == list(range(20))
+        assert run(zone, records(0, 10, 10)) == {0: 20}  # the first run reads every marker...
+        clock.now += 3600
+        assert run(zone, records(0, 20, 5)) == {0: 25}  # ...later ones the checkpoint
+    assert (tmp_path / "_commits" / f"{v1_stem}.commit").exists()
+    assert {chunk for chunk, _ in zone.committed()} == {
+        ChunkId(0, 0, 9),
+        ChunkId(0, 10, 19),
+        ChunkId(0, 20, 24),
+    }
+    assert zone.read_table("raw").column("offset").to_pylist() == list(range(25))
+
+
+def test_runs_across_days_list_only_the_days_since(tmp_path: Path, clock: Clock, listed: list[str]) -> None:
+    zone = LandingZone(tmp_path, TOPIC, fsync=False)
+    with zone.lock():
+        zone.prepare()
+        for day in range(3):
+            clock.now = NOW_S + day * 86_400
+            run(zone, records(0, 10 * day, 10))
+        listed.clear()
+        assert zone.recover() == {0: 30}
+    days = {folder for folder in listed if folder.count("/") == 1}
+    assert days == {"_commits/2026-12-08"}  # not the two days before
 
 
 def test_a_newer_protocol_is_refused_in_one_line(tmp_path: Path) -> None:
