@@ -544,40 +544,33 @@ def load_average() -> str:
 # ---- the run ---------------------------------------------------------------------------------------
 
 
-def telemetry_hours(live: Live) -> tuple[datetime, datetime, datetime]:
-    """(first hour, end of the last hour, the middle push's accept time) of the topic's client pushes, as
-    a bounded landing of it now would land them (read from a throwaway landing)."""
-    probe = Path(tempfile.mkdtemp(prefix="kip714-hours-"))
-    try:
-        land_topic(live.config, live.topic, probe)
-        accepted = np.sort(Pushes.read(probe).accepted)
-    finally:
-        shutil.rmtree(probe, ignore_errors=True)
-    first, last = float(accepted[0]), float(accepted[-1])
-    start = datetime.fromtimestamp(first, UTC).replace(minute=0, second=0, microsecond=0)
-    end = datetime.fromtimestamp(last, UTC).replace(minute=0, second=0, microsecond=0) + timedelta(hours=1)
-    return start, end, datetime.fromtimestamp(float(accepted[len(accepted) // 2]), UTC)
+@dataclass(frozen=True)
+class HourlyLanding:
+    """The topic landed in one go into a fresh zone, as the hourly DAG lands it (``until`` bounds it)."""
+
+    zone: Path
+    pushes: Pushes
+    cpu: float
+
+    @classmethod
+    def land(cls, live: Live, folder: Path, until: datetime | None = None) -> HourlyLanding:
+        cpu0 = time.process_time()
+        land_topic(live.config, live.topic, folder / "landing", until=until)
+        cpu = time.process_time() - cpu0
+        return cls(folder / "landing", Pushes.read(folder / "landing"), cpu)
 
 
 def hourly_run(
-    live: Live,
-    work: Path,
-    pushes_per_s: float,
-    name: str,
-    hours: tuple[datetime, datetime],
-    until: datetime | None = None,
+    live: Live, landed: HourlyLanding, hours: tuple[datetime, datetime], pushes_per_s: float
 ) -> dict[str, Any]:
-    """One run of the hourly DAG's work over the topic (``until`` bounds it): landed in one go into a fresh
-    zone, then its pipeline over ``hours`` on the same server; CPU seconds of landing, client and server."""
-    zone = work / name / "landing"
-    cpu0, server0, wall0 = time.process_time(), process_cpu(live.server_pid), time.time()
-    land_topic(live.config, live.topic, zone, until=until)
-    landing_cpu = time.process_time() - cpu0
-    pushes = Pushes.read(zone)
+    """The hourly DAG's pipeline over a landing, on the same server: CPU seconds of its landing, client
+    and server, and the pipeline's wall seconds."""
+    zone, pushes, landing_cpu = landed.zone, landed.pushes, landed.cpu
+    server0, wall0 = process_cpu(live.server_pid), time.time()
     start, end = hours
     args = application_args(
         str(zone),
-        str(work / name / "analytics"),
+        str(zone.parent / "analytics"),
         start.isoformat(),
         end.isoformat(),
         "1m",
@@ -615,12 +608,19 @@ def hourly(live: Live, work: Path, pushes_per_s: float) -> dict[str, Any]:
     hour would count the fixed part about ten times. So a run over the first half of the same pushes
     (first: what warming up remains counts as fixed, which errs against live mode) and a run over all of
     them, both over the same hours, give a line: its slope is the CPU per push, its intercept the fixed
-    part, and an hour costs the fixed part once plus an hour's pushes. When the line does not rise (noise
-    larger than the half's work), the whole run scaled to an hour stands instead, and says so.
+    part, and an hour costs the fixed part once plus an hour's pushes. When the line does not rise, or its
+    fixed part falls outside [0, the whole run's CPU], the whole run scaled to an hour stands instead, and
+    says so. Each landing is landed once: the whole one first (its pushes give the hours and the middle).
     """
-    start, end, middle = telemetry_hours(live)
-    half = hourly_run(live, work, pushes_per_s, "hourly-half", (start, end), until=middle)
-    whole = hourly_run(live, work, pushes_per_s, "hourly", (start, end))
+    whole_landing = HourlyLanding.land(live, work / "hourly")
+    accepted = np.sort(whole_landing.pushes.accepted)
+    start = datetime.fromtimestamp(float(accepted[0]), UTC).replace(minute=0, second=0, microsecond=0)
+    last_hour = datetime.fromtimestamp(float(accepted[-1]), UTC).replace(minute=0, second=0, microsecond=0)
+    middle = datetime.fromtimestamp(float(accepted[len(accepted) // 2]), UTC)
+    half_landing = HourlyLanding.land(live, work / "hourly-half", until=middle)
+    hours = (start, last_hour + timedelta(hours=1))
+    half = hourly_run(live, half_landing, hours, pushes_per_s)
+    whole = hourly_run(live, whole_landing, hours, pushes_per_s)
     scaled = whole["cpu"] * 3600 / whole["telemetry_s"]
     spread = whole["telemetry_s"] - half["telemetry_s"]
     slope = (whole["cpu"] - half["cpu"]) / spread if spread > 0 else 0.0

@@ -50,10 +50,15 @@ def token_slot(token: str) -> int | None:
     return int(token[:_SLOT_DIGITS], 16) if _SLOTTED_TOKEN.match(token) else None
 
 
+def slot_day(slot: int) -> str:
+    """The day folder (``YYYY-MM-DD``) a slot's folder is in."""
+    return f"{datetime.fromtimestamp(slot * SLOT_SECONDS, UTC):%Y-%m-%d}"
+
+
 def slot_folder(slot: int) -> str:
     """``_commits/<day>/<HHMM>``, relative to the zone's root: where a slot's markers are filed."""
     start = datetime.fromtimestamp(slot * SLOT_SECONDS, UTC)
-    return f"{COMMITS_DIR}/{start:%Y-%m-%d}/{start:%H%M}"
+    return f"{COMMITS_DIR}/{slot_day(slot)}/{start:%H%M}"
 
 
 def folder_slot(day: str, hhmm: str) -> int:

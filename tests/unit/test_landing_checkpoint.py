@@ -15,8 +15,10 @@ from test_landing_zone import TOPIC, files, land, records
 
 from airflow_provider_kip714.exceptions import LandingError
 from airflow_provider_kip714.telemetry import landing_zone
+from airflow_provider_kip714.telemetry.chunk_names import ChunkId, file_stem
 from airflow_provider_kip714.telemetry.landing_stage import stage_records
-from airflow_provider_kip714.telemetry.landing_zone import ChunkId, LandingZone, StagedChunk, file_stem
+from airflow_provider_kip714.telemetry.landing_zone import LandingZone, StagedChunk
+from airflow_provider_kip714.telemetry.zone_storage import ZoneStorage
 from spark_apps.kip714_common.commit_markers import (
     SLOT_SECONDS,
     marker_folder,
@@ -46,14 +48,14 @@ def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
 def listed(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
     """Every folder the zone lists, relative to its root."""
     seen: list[str] = []
-    for method in ("_names", "_find"):  # a folder's entries; everything under a folder
-        real = getattr(LandingZone, method)
+    for method in ("names", "find"):  # a folder's entries; everything under a folder
+        real = getattr(ZoneStorage, method)
 
-        def counting(self: LandingZone, directory: str, real=real) -> list[str]:  # type: ignore[no-untyped-def]
+        def counting(self: ZoneStorage, directory: str, real=real) -> list[str]:  # type: ignore[no-untyped-def]
             seen.append(directory.removeprefix(self.path.rstrip("/")).lstrip("/"))
             return real(self, directory)
 
-        monkeypatch.setattr(LandingZone, method, counting)
+        monkeypatch.setattr(ZoneStorage, method, counting)
     yield seen
 
 
