@@ -24,6 +24,7 @@ from spark_apps.kip714_common.commit_markers import (
     DAY_FOLDER,
     MARKER_SUFFIX,
     SLOT_FOLDER,
+    SLOT_LIMIT,
     folder_slot,
     slot_day,
     token_slot,
@@ -55,10 +56,19 @@ class LandedCheckpoint:
 
     @classmethod
     def from_json(cls, text: bytes) -> LandedCheckpoint:
+        """Parsed and checked; ``ValueError`` for anything a lander would not have written."""
         body = json.loads(text)
-        offsets = {int(partition): int(offset) for partition, offset in body["next_offsets"].items()}
-        counted = frozenset(str(stem) for stem in body["counted"])
-        return cls(int(body["slot"]), offsets, bool(body["clean"]), counted)
+        slot, offsets, clean, counted = body["slot"], body["next_offsets"], body["clean"], body["counted"]
+        if not _whole(slot) or not 0 <= slot < SLOT_LIMIT:
+            raise ValueError(f"slot: must be a whole number from 0 to {SLOT_LIMIT - 1} (got {slot!r})")
+        if not isinstance(offsets, dict) or not all(
+            str(partition).isdigit() and _whole(offset) and offset >= 0
+            for partition, offset in offsets.items()
+        ):
+            raise ValueError("next_offsets: must map partitions to offsets >= 0")
+        if not isinstance(clean, bool) or not isinstance(counted, list):
+            raise ValueError("clean: must be true or false, counted: a list of chunk names")
+        return cls(slot, {int(p): o for p, o in offsets.items()}, clean, frozenset(map(str, counted)))
 
 
 def read_checkpoint(storage: ZoneStorage) -> LandedCheckpoint | None:
@@ -124,11 +134,16 @@ def resume_point(
             raise LandingError(
                 f"{COMMITS_DIR}/: chunk {stem} overlaps offsets landed before it (the zone's checkpoint "
                 f"resumes partition {chunk.partition} at {following[chunk.partition]}); the landing "
-                "zone was modified by hand or by two writers"
+                f"zone was modified by hand or by two writers (a hand-edited {COMMITS_DIR}/{CHECKPOINT_FILE} "
+                "can be deleted: the next run then reads every marker)"
             )
     for partition, offset in next_offsets(chunk for chunk, _ in markers).items():
         following[partition] = max(following.get(partition, 0), offset)
     return following, markers
+
+
+def _whole(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _filed_in_or_after(token: str, slot: int) -> bool:

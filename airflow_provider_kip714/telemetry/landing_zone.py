@@ -52,7 +52,7 @@ import time
 import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
 import pyarrow as pa
@@ -178,7 +178,9 @@ class LandingZone:
         """Pin the zone to its topic (refuse another topic's zone), keep landers from before protocol v2
         out of it, and declare the marker protocol."""
         zone_file = self._join(ZONE_FILE)
-        body = json.loads(self.fs.cat_file(zone_file)) if fresh(self.fs).exists(zone_file) else {}
+        body = (
+            _zone_record(self.storage.read(zone_file), zone_file) if fresh(self.fs).exists(zone_file) else {}
+        )
         recorded = body.get(_ZONE_TOPIC_KEY, body.get("topic", self.topic))
         if recorded != self.topic:
             raise LandingError(
@@ -200,8 +202,9 @@ class LandingZone:
             return
         if declared not in KNOWN_PROTOCOLS:
             raise LandingError(
-                f"out_dir: {self.root} was landed by a newer version of the lander ({declared.strip()!r} in "
-                f"{COMMITS_DIR}/{PROTOCOL_FILE}); upgrade the provider on every worker that lands into it"
+                f"out_dir: {self.root} was landed by a newer version of the lander "
+                f"({declared.strip()[:60]!r} in {COMMITS_DIR}/{PROTOCOL_FILE}); upgrade the provider on "
+                "every worker that lands into it"
             )
         if declared != PROTOCOL:  # a v1 zone: its markers stay where they are, new ones go to slots
             self.storage.put_replacing(protocol_file, PROTOCOL.encode())
@@ -358,6 +361,17 @@ class LandingZone:
     def _data_files(self) -> Iterable[str]:
         for table in (RAW_DIR, DATAPOINTS_DIR, QUARANTINE_DIR):
             yield from (path for path in self.storage.find(self._join(table)) if _entry(path) is not None)
+
+
+def _zone_record(text: bytes, path: str) -> dict[str, Any]:
+    """``_zone.json``'s object; one line naming the file when it is anything else."""
+    try:
+        body = json.loads(text)
+    except ValueError:
+        body = None
+    if not isinstance(body, dict):
+        raise LandingError(f"out_dir: {path} must be a JSON object naming the zone's topic; it is not")
+    return body
 
 
 def _entry(path: str) -> tuple[ChunkId, str] | None:

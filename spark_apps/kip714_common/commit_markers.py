@@ -28,6 +28,8 @@ PROTOCOL_FILE: Final = "PROTOCOL"
 SLOT_SECONDS: Final = 600
 _SLOT_DIGITS: Final = 8
 _RANDOM_DIGITS: Final = 12
+SLOT_LIMIT: Final = 16**_SLOT_DIGITS
+"""Slots a token can name (8 hex digits)."""
 _SLOTTED_TOKEN: Final = re.compile(rf"^[0-9a-f]{{{_SLOT_DIGITS + _RANDOM_DIGITS}}}$")
 DAY_FOLDER: Final = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 SLOT_FOLDER: Final = re.compile(r"^\d{4}$")
@@ -40,7 +42,7 @@ def slot_of(epoch_seconds: float) -> int:
 
 def slotted_token(slot: int, random_hex: str) -> str:
     """A chunk's token: its slot, then ``random_hex`` (12 hex digits) to tell apart two runs' files."""
-    if slot < 0 or slot >= 16**_SLOT_DIGITS or len(random_hex) != _RANDOM_DIGITS:
+    if slot < 0 or slot >= SLOT_LIMIT or len(random_hex) != _RANDOM_DIGITS:
         raise ValueError(f"token: slot {slot} and {random_hex!r} do not make a token")
     return f"{slot:0{_SLOT_DIGITS}x}{random_hex}"
 

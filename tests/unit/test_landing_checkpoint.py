@@ -230,3 +230,45 @@ def test_an_unreadable_checkpoint_means_reading_every_marker(
         (tmp_path / "_commits" / "_landed.json").write_text('{"slot": ')
         assert zone.recover() == {0: 10, 2: 4}
     assert "unreadable" in caplog.text
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        '{"slot": 1e30, "next_offsets": {"0": 10}, "clean": true, "counted": []}',
+        '{"slot": 99999999999999999999, "next_offsets": {"0": 10}, "clean": true, "counted": []}',
+        '{"slot": -5, "next_offsets": {"0": 10}, "clean": true, "counted": []}',
+        '{"slot": 3000000, "next_offsets": {"0": -3}, "clean": true, "counted": []}',
+        '{"slot": 3000000, "next_offsets": {"0": true}, "clean": true, "counted": []}',
+        '{"slot": 3000000, "next_offsets": {"0": 10}, "clean": "yes", "counted": "abc"}',
+        "[1, 2, 3]",
+        "<script>alert(1)</script>",
+    ],
+)
+def test_a_checkpoint_no_lander_would_write_means_reading_every_marker(
+    tmp_path: Path, clock: Clock, caplog: pytest.LogCaptureFixture, body: str
+) -> None:
+    zone = LandingZone(tmp_path, TOPIC, fsync=False)
+    with zone.lock():
+        zone.prepare()
+        run(zone, records(0, 0, 10))
+        (tmp_path / "_commits" / "_landed.json").write_text(body)
+        assert zone.recover() == {0: 10}
+    assert "unreadable" in caplog.text
+
+
+@pytest.mark.parametrize("body", ["<html>", "[]", '"_client_telemetry"'])
+def test_a_zone_file_that_is_not_an_object_is_refused_in_one_line(tmp_path: Path, body: str) -> None:
+    (tmp_path / "_zone.json").write_text(body)
+    with pytest.raises(LandingError, match=r"^out_dir: .*_zone\.json must be a JSON object") as raised:
+        LandingZone(tmp_path, TOPIC, fsync=False).prepare()
+    assert "\n" not in str(raised.value)
+
+
+def test_a_huge_protocol_file_is_named_in_a_short_line(tmp_path: Path) -> None:
+    zone = LandingZone(tmp_path, TOPIC, fsync=False)
+    zone.prepare()
+    (tmp_path / "_commits" / "PROTOCOL").write_text("<script>alert(1)</script>\n" * 10_000)
+    with pytest.raises(LandingError, match="newer version") as raised:
+        zone.prepare()
+    assert len(str(raised.value)) < 400 and "\n" not in str(raised.value)
