@@ -10,31 +10,58 @@ metrics are durations, sizes and counts, never negative).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
 
-def percentile_expression(counts: str, bounds: str, low: str, high: str, quantile: float) -> Column:
-    """Estimated ``quantile`` of the explicit histogram in columns ``counts``/``bounds``."""
+def percentiles_expression(
+    counts: str, bounds: str, low: str, high: str, quantiles: Mapping[str, float]
+) -> Column:
+    """A struct of estimated quantiles (``quantiles``: field name -> quantile) of the explicit histogram in
+    columns ``counts``/``bounds``; null when it has no buckets, each field null when it counts nothing.
+
+    One walk over the buckets for every quantile, the total counted once before it: Spark evaluates
+    higher-order functions interpreted, element by element, with no common subexpressions, so a total
+    recounted at every bucket, and a walk per quantile, made the percentiles about 40 % of a histogram
+    rollup's CPU (docs/benchmarks.md, session 25). Read the struct from a column of its own, so the walk
+    runs once per row, not once per field read.
+    """
+    names = list(quantiles)
     total = f"aggregate({counts}, 0D, (acc, c) -> acc + coalesce(c, 0))"
-    target = f"({quantile} * {total})"
+    count = f"{counts}[i]"
     lower = f"if(i = 0, least(coalesce({low}, 0D), coalesce(get({bounds}, 0), 0D)), get({bounds}, i - 1))"
     last_bound = f"get({bounds}, i - 1)"
     upper = (
         f"if(i >= size({bounds}), greatest(coalesce({high}, {last_bound}), {last_bound}), get({bounds}, i))"
     )
-    step = (
-        f"if(acc.result IS NULL AND {counts}[i] > 0 AND acc.seen + {counts}[i] >= {target}, "
-        f"named_struct('seen', acc.seen + {counts}[i], 'result', "
-        f"{lower} + ({upper} - {lower}) * (({target} - acc.seen) / {counts}[i])), "
-        f"named_struct('seen', acc.seen + coalesce({counts}[i], 0), 'result', acc.result))"
+
+    def found(k: int, quantile: float) -> str:
+        """The k-th quantile once the walk reaches the bucket holding its target, interpolated inside it."""
+        target, result = f"({quantile} * acc.total)", f"acc.r{k}"
+        return (
+            f"if({result} IS NULL AND {count} > 0 AND acc.seen + {count} >= {target}, "
+            f"{lower} + ({upper} - {lower}) * (({target} - acc.seen) / {count}), {result})"
+        )
+
+    start = ", ".join(f"'r{k}', CAST(NULL AS DOUBLE)" for k in range(len(names)))
+    step = ", ".join(f"'r{k}', {found(k, quantiles[name])}" for k, name in enumerate(names))
+    finish = ", ".join(
+        f"'{name}', if(acc.total = 0, CAST(NULL AS DOUBLE), acc.r{k})" for k, name in enumerate(names)
     )
     return F.expr(
-        f"CASE WHEN {counts} IS NULL OR size({counts}) = 0 OR {total} = 0 THEN NULL ELSE "
+        f"CASE WHEN {counts} IS NULL OR size({counts}) = 0 THEN NULL ELSE "
         f"aggregate(sequence(0, size({counts}) - 1), "
-        f"named_struct('seen', 0D, 'result', CAST(NULL AS DOUBLE)), "
-        f"(acc, i) -> {step}, acc -> acc.result) END"
+        f"named_struct('seen', 0D, 'total', {total}, {start}), "
+        f"(acc, i) -> named_struct('seen', acc.seen + coalesce({count}, 0), 'total', acc.total, {step}), "
+        f"acc -> named_struct({finish})) END"
     )
+
+
+def percentile_expression(counts: str, bounds: str, low: str, high: str, quantile: float) -> Column:
+    """The estimated ``quantile`` of the explicit histogram in columns ``counts``/``bounds``."""
+    return percentiles_expression(counts, bounds, low, high, {"q": quantile}).getField("q")
 
 
 def merged_counts_expression(counts_list: str) -> Column:

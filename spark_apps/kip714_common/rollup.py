@@ -14,7 +14,7 @@ from datetime import datetime
 
 from kip714_common.cli import CommonArgs, Interval
 from kip714_common.counters import HISTOGRAM_TYPES, with_increments
-from kip714_common.histograms import merged_counts_expression, percentile_expression
+from kip714_common.histograms import merged_counts_expression, percentiles_expression
 from kip714_common.landing import LandedPoints, epoch_nanos, read_run_datapoints, run_read_key
 from kip714_common.run_shares import persisted, shared
 from kip714_common.schemas import CLIENT_IDENTITY_COLUMNS, ROLLUP_SCHEMA
@@ -139,12 +139,19 @@ def rollup_points(
             F.col("increase") / bucket
         ),
     )
-    percentiles: dict[str, Column] = {}
-    for name, quantile in PERCENTILES.items():
-        from_buckets = percentile_expression(
-            "merged_counts", "merged_bounds", "_min_observed", "_max_observed", quantile
+    # one column, so the buckets are walked once per row for p50, p95, p99 and the signal
+    aggregated = aggregated.withColumn(
+        "_bucket_percentiles",
+        percentiles_expression(
+            "merged_counts", "merged_bounds", "_min_observed", "_max_observed", PERCENTILES
+        ),
+    )
+    percentiles = {
+        name: F.when(kind == "summary", _summary_quantile(quantile)).otherwise(
+            F.col("_bucket_percentiles").getField(name)
         )
-        percentiles[name] = F.when(kind == "summary", _summary_quantile(quantile)).otherwise(from_buckets)
+        for name, quantile in PERCENTILES.items()
+    }
     histogram_avg = histogram_sum / F.when(histogram_count > 0, histogram_count)
     date, hour = date_hour_columns(F.col("bucket_start"))
     columns: dict[str, Column] = {

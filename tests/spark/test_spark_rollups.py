@@ -181,3 +181,66 @@ def test_rollup_plans_the_counter_and_histogram_branches_only_for_reads_that_nee
     assert any(kind == "histogram" for kind, _ in kinds)
     cumulative = any(temporality == "cumulative" for _, temporality in kinds)
     assert scans == 2 + cumulative  # plain, histogram and (if any) cumulative branches each read the points
+
+
+def _reference_quantile(
+    counts: list[int | None], bounds: list[float], low: float | None, high: float | None, quantile: float
+) -> float | None:
+    """``histograms.percentiles_expression``'s rule, written plainly: the bucket holding the quantile's
+    observation, interpolated linearly inside it (the first bucket from ``low`` or 0, the overflow bucket
+    up to ``high``)."""
+    total = float(sum(count or 0 for count in counts))
+    if not counts or total == 0:
+        return None
+    target, seen = quantile * total, 0.0
+    for i, count in enumerate(counts):
+        if count is not None and count > 0 and seen + count >= target:
+            lower = min(low or 0.0, bounds[0] if bounds else 0.0) if i == 0 else bounds[i - 1]
+            if i < len(bounds):
+                upper: float | None = bounds[i]
+            else:  # the overflow bucket, up to ``high``; SQL's greatest() skips nulls
+                last_bound = bounds[i - 1] if i > 0 else None
+                candidates = [
+                    b for b in (high if high is not None else last_bound, last_bound) if b is not None
+                ]
+                upper = max(candidates) if candidates else None
+            return None if upper is None else lower + (upper - lower) * ((target - seen) / count)
+        seen += count or 0
+    return None
+
+
+def test_percentiles_walk_agrees_with_the_plain_rule_on_random_histograms(spark):
+    from kip714_common.histograms import percentile_expression, percentiles_expression
+
+    random = np.random.default_rng(714)
+    quantiles = {"p50": 0.5, "p95": 0.95, "p99": 0.99}
+    rows = []
+    for _ in range(300):
+        buckets = int(random.integers(1, 21))
+        bounds = sorted(float(b) for b in random.choice(np.arange(1, 1000), buckets - 1, replace=False))
+        counts = [
+            None if random.random() < 0.05 else int(random.choice([0, 0, 1, 3, 50])) for _ in range(buckets)
+        ]
+        low = None if random.random() < 0.3 else float(random.uniform(0, 5))
+        high = None if random.random() < 0.3 else float(random.uniform(500, 2000))
+        rows.append((counts, bounds, low, high))
+    rows += [([], [], None, None), (None, None, None, None), ([0, 0], [1.0], 0.0, 9.0)]
+    frame = spark.createDataFrame(rows, "counts array<bigint>, bounds array<double>, low double, high double")
+    walked = frame.withColumn("_q", percentiles_expression("counts", "bounds", "low", "high", quantiles))
+    result = walked.select(
+        "counts",
+        "bounds",
+        "low",
+        "high",
+        *[F.col("_q").getField(name).alias(name) for name in quantiles],
+        percentile_expression("counts", "bounds", "low", "high", 0.99).alias("single_p99"),
+    ).collect()
+
+    assert len(result) == len(rows)
+    for row in result:
+        for name, quantile in quantiles.items():
+            expected = _reference_quantile(
+                row["counts"] or [], row["bounds"] or [], row["low"], row["high"], quantile
+            )
+            assert row[name] == pytest.approx(expected), (name, row)
+        assert row["single_p99"] == pytest.approx(row["p99"])
