@@ -95,6 +95,48 @@ def test_sigkill_mid_landing_then_rerun_has_no_duplicates_or_gaps(
     assert not [path for path in out.rglob("*") if path.name.startswith(".tmp-")]
 
 
+def test_a_run_that_fails_leaves_its_checkpoint_unclean_and_the_next_run_sweeps_and_resumes(
+    kafka_cluster: LocalKafkaCluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run that raises mid-way never writes a clean checkpoint (``finish`` is skipped), so the next
+    run lists every data file and marker, removes what the failed run staged but did not commit, and
+    lands the rest once."""
+    from airflow_provider_kip714.telemetry import landing
+    from airflow_provider_kip714.telemetry.landing_checkpoint import read_checkpoint
+
+    config = kafka_cluster.client_config()
+    topic = create_topic(config, partitions=3)
+    total = 900
+    produce_records(config, topic, good_records(total, partitions=3, points=4))
+    out = tmp_path / "zone"
+    staged = 0
+    real_stage = landing.stage_chunk
+
+    def stage_then_fail(*args: Any) -> Any:
+        nonlocal staged
+        staged += 1
+        if staged > 3:
+            raise OSError("injected: the disk filled up while staging")
+        return real_stage(*args)
+
+    monkeypatch.setattr(landing, "stage_chunk", stage_then_fail)
+    with pytest.raises(OSError, match="injected"):
+        land_topic(config, topic, out, chunk_records=50, fsync=False, workers=1)
+    zone = LandingZone(str(out), topic)
+    after_failure = read_checkpoint(zone.storage)
+    assert after_failure is not None and not after_failure.clean
+    landed_before = zone.read_table("raw").num_rows
+    assert 0 < landed_before < total
+
+    monkeypatch.setattr(landing, "stage_chunk", real_stage)
+    rest = land_topic(config, topic, out, chunk_records=50, fsync=False)
+    assert rest.records == total - landed_before
+    after_rerun = read_checkpoint(zone.storage)
+    assert after_rerun is not None and after_rerun.clean
+    assert dict(after_rerun.next_offsets) == {partition: total // 3 for partition in range(3)}
+    assert_landed_exactly_once(read_dir(out / "raw"), read_dir(out / "datapoints"), total)
+
+
 def _wait_for_last_stable_offset(config: dict[str, Any], topic: str, at_least: int) -> None:
     """Wait until partition 0's end offset, as a read_committed consumer sees it, reaches ``at_least``."""
     from confluent_kafka import Consumer, TopicPartition
