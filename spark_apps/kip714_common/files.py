@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from typing import Protocol
 
+from kip714_common.session import is_connect
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
@@ -41,11 +42,6 @@ class SessionFiles(Protocol):
     def clear(self, directory: str, schema: StructType) -> None:
         """Leave ``directory`` holding no rows of ``schema``."""
         ...
-
-
-def is_connect(spark: SparkSession) -> bool:
-    """Whether ``spark`` is a Spark Connect session (``pyspark.sql.connect``), which has no local JVM."""
-    return type(spark).__module__.startswith("pyspark.sql.connect")
 
 
 def session_files(spark: SparkSession) -> SessionFiles:

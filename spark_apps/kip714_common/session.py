@@ -41,11 +41,16 @@ def get_session(app_name: str) -> SparkSession:
 def bound_connect_retries(spark: SparkSession) -> None:
     """``CONNECT_RETRIES`` on a Spark Connect session's client; a classic session has none (its
     ``client`` property raises)."""
-    if not type(spark).__module__.startswith("pyspark.sql.connect"):
+    if not is_connect(spark):
         return
     from pyspark.sql.connect.client.retries import DefaultPolicy
 
     spark.client.set_retry_policies([DefaultPolicy(**CONNECT_RETRIES)])
+
+
+def is_connect(spark: SparkSession) -> bool:
+    """Whether ``spark`` is a Spark Connect session (``pyspark.sql.connect``), which has no local JVM."""
+    return type(spark).__module__.startswith("pyspark.sql.connect")
 
 
 def configure(spark: SparkSession) -> SparkSession:
@@ -70,10 +75,20 @@ at 1.44M points (19 MB) (``docs/spark-apps.md``). Landed points take 9-34 bytes 
 repeated values 9-24, denser as it grows; the demo's real clients 17; random synthetic values 34), so
 16 MB is 0.5-1.8M points. A live cycle reads only its recent chunks: 0.2-3.7 MB at 1,000 instances,
 so interpreted (a 2.6 MB cycle: 29-32 s of CPU against 44-47 s with generated code, 2 shuffle
-partitions and adaptive execution off); at 10,000 instances most cycles read more than 16 MB, so
-generated code (3 minutes of a 10,000-instance fleet: 260 s against 505 s with these settings, whose
-persisted read did not fit a 2 GB driver). The 5-minute zone of a 10,000-instance fleet (45 MB)
+partitions and adaptive execution off); at 10,000 instances cycles read 5-31 MB, and generated code
+wins from about 6 MB on a warm server (``WARM_SERVER_SMALL_INPUT_BYTES``; 3 minutes of a 10,000-instance
+fleet in one JVM: 260 s against 505 s with these settings, whose persisted read did not fit a 2 GB
+driver). The 5-minute zone of a 10,000-instance fleet (45 MB)
 runs with generated code at a third of the CPU (``docs/benchmarks.md``)."""
+WARM_SERVER_SMALL_INPUT_BYTES = 6 * 1024 * 1024
+"""``SMALL_INPUT_BYTES`` for a run on a Spark Connect server, whose JVM stays warm from run to run.
+
+There generated code pays no JVM start and its JIT is warm, so it wins at smaller inputs than in a fresh
+JVM. Measured on the live cycles of a 10,000-instance fleet (``docs/benchmarks.md``, session 25): the
+server's CPU was about 24 s + 12.8 s per MB interpreted and 70 s + 5.5 s per MB with generated code, even
+at about 6 MB (17 s per MB each at 5.5 and 6.1 MB); cycles of 13-15 MB cost 14.6 s per MB interpreted,
+10.4 with generated code. Live cycles at 1,000 instances read 0.2-3.7 MB and stay interpreted, where they
+cost less (session 20: 1.5x less at 2.6 MB)."""
 SMALL_INPUT_CONF = {
     # interpreted expressions and operators: Janino compiled ~280 classes (12-50 s of CPU on a loaded
     # 2-core machine) to process 11k points; interpreted, the same queries need ~20 compiles
@@ -88,8 +103,10 @@ SMALL_INPUT_CONF = {
 
 
 def tune_for_input(spark: SparkSession, input_bytes: int | None) -> bool:
-    """Apply ``SMALL_INPUT_CONF`` when the input is known to be small; returns whether it did."""
-    if input_bytes is None or input_bytes > SMALL_INPUT_BYTES:
+    """Apply ``SMALL_INPUT_CONF`` when the input is known to be small (``SMALL_INPUT_BYTES``, or
+    ``WARM_SERVER_SMALL_INPUT_BYTES`` on a Spark Connect server); returns whether it did."""
+    limit = WARM_SERVER_SMALL_INPUT_BYTES if is_connect(spark) else SMALL_INPUT_BYTES
+    if input_bytes is None or input_bytes > limit:
         return False
     for key, value in SMALL_INPUT_CONF.items():
         spark.conf.set(key, value)

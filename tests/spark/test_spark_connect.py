@@ -158,3 +158,44 @@ def test_a_client_whose_server_is_gone_gives_up_within_a_minute(tmp_path: Path, 
     assert gone.returncode != 0
     assert "RETRIES_EXCEEDED" in gone.stderr and "UNAVAILABLE" in gone.stderr  # it tried, then gave up
     assert waited < 60, f"the client retried for {waited:.0f} s"
+
+
+def test_a_warm_connect_server_generates_code_for_inputs_a_fresh_jvm_runs_interpreted(
+    spark,
+    spark_connect_server,  # type: ignore[no-untyped-def]
+) -> None:
+    """7 MiB: interpreted in a classic session (``SMALL_INPUT_BYTES``), generated code on a Connect server
+    (``WARM_SERVER_SMALL_INPUT_BYTES``); 5 MiB: interpreted on both."""
+    from kip714_common.session import SMALL_INPUT_CONF, tune_for_input
+
+    mib = 1024 * 1024
+    saved = {key: spark.conf.get(key, None) for key in SMALL_INPUT_CONF}
+    try:
+        assert tune_for_input(spark, 7 * mib) is True
+        assert spark.conf.get("spark.sql.codegen.wholeStage") == "false"
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, value)
+    script = (
+        "import json, sys\n"
+        "from pyspark.sql import SparkSession\n"
+        "from kip714_common.session import tune_for_input\n"
+        "spark = SparkSession.builder.remote(sys.argv[1]).getOrCreate()\n"
+        "stage = lambda: spark.conf.get('spark.sql.codegen.wholeStage')\n"
+        f"seven, five = {7 * mib}, {5 * mib}\n"
+        "print(json.dumps([tune_for_input(spark, seven), stage(), tune_for_input(spark, five), stage()]))\n"
+        "spark.stop()\n"
+    )
+    answered = subprocess.run(
+        [sys.executable, "-c", script, spark_connect_server.url],
+        env={**os.environ, "PYTHONPATH": str(SPARK_APPS)},
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert answered.returncode == 0, answered.stderr[-4000:]
+    assert json.loads(answered.stdout.strip().splitlines()[-1]) == [False, "true", True, "false"]
