@@ -23,12 +23,15 @@ def percentiles_expression(
     columns ``counts``/``bounds``; null when it has no buckets, each field null when it counts nothing.
 
     One walk over the buckets for every quantile, the total counted once before it: Spark evaluates
-    higher-order functions interpreted, element by element, with no common subexpressions, so a total
-    recounted at every bucket, and a walk per quantile, made the percentiles about 40 % of a histogram
-    rollup's CPU (docs/benchmarks.md, session 25). Read the struct from a column of its own, so the walk
-    runs once per row, not once per field read.
+    higher-order functions interpreted, element by element, with no common subexpressions, so a walk per
+    quantile recounted the total at every bucket. The percentiles and the merged buckets they read are
+    about 40 % of a histogram rollup's CPU; the one walk saves a few per cent of it (docs/benchmarks.md,
+    session 25). Read the struct from a column of its own, so the walk runs once per row, not once per
+    field read.
     """
     names = list(quantiles)
+    if not names:
+        raise ValueError("quantiles: give at least one (field name -> quantile)")
     total = f"aggregate({counts}, 0D, (acc, c) -> acc + coalesce(c, 0))"
     count = f"{counts}[i]"
     lower = f"if(i = 0, least(coalesce({low}, 0D), coalesce(get({bounds}, 0), 0D)), get({bounds}, i - 1))"

@@ -76,19 +76,21 @@ repeated values 9-24, denser as it grows; the demo's real clients 17; random syn
 16 MB is 0.5-1.8M points. A live cycle reads only its recent chunks: 0.2-3.7 MB at 1,000 instances,
 so interpreted (a 2.6 MB cycle: 29-32 s of CPU against 44-47 s with generated code, 2 shuffle
 partitions and adaptive execution off); at 10,000 instances cycles read 5-31 MB, and generated code
-wins from about 6 MB on a warm server (``WARM_SERVER_SMALL_INPUT_BYTES``; 3 minutes of a 10,000-instance
+wins from about 6-8 MB on a warm server (``WARM_SERVER_SMALL_INPUT_BYTES``; 3 minutes of a 10,000-instance
 fleet in one JVM: 260 s against 505 s with these settings, whose persisted read did not fit a 2 GB
 driver). The 5-minute zone of a 10,000-instance fleet (45 MB)
 runs with generated code at a third of the CPU (``docs/benchmarks.md``)."""
-WARM_SERVER_SMALL_INPUT_BYTES = 6 * 1024 * 1024
-"""``SMALL_INPUT_BYTES`` for a run on a Spark Connect server, whose JVM stays warm from run to run.
+WARM_SERVER_SMALL_INPUT_BYTES = 8 * 1024 * 1024
+"""``SMALL_INPUT_BYTES`` for a run on a Spark Connect server: a long-lived JVM, warm from run to run.
 
 There generated code pays no JVM start and its JIT is warm, so it wins at smaller inputs than in a fresh
-JVM. Measured on the live cycles of a 10,000-instance fleet (``docs/benchmarks.md``, session 25): the
-server's CPU was about 24 s + 12.8 s per MB interpreted and 70 s + 5.5 s per MB with generated code, even
-at about 6 MB (17 s per MB each at 5.5 and 6.1 MB); cycles of 13-15 MB cost 14.6 s per MB interpreted,
-10.4 with generated code. Live cycles at 1,000 instances read 0.2-3.7 MB and stay interpreted, where they
-cost less (session 20: 1.5x less at 2.6 MB)."""
+JVM. Measured on the live cycles of a 10,000-instance fleet (``docs/benchmarks.md``, session 25), the
+server's CPU per cycle: interpreted, about 23 s + 12.9 s per MB (cycles of 5.5 and 13.3 MB); generated
+code, about 71 s + 5.5 s per MB (cycles of 6.1-26.1 MB), or 92-97 s + 3.4-3.7 s per MB counting the
+larger cycles of 27-31 MB. The lines cross at 6.4-7.8 MB (10^6 bytes); 8 MiB (8.4 MB) keeps every input
+below both crossings interpreted. Live cycles at 1,000 instances read 0.2-3.7 MB and stay interpreted,
+where they cost less (session 20: 1.5x less at 2.6 MB). Runs of the hourly and troubleshooting DAGs
+on a server between 8 MiB and 16 MB were not measured."""
 SMALL_INPUT_CONF = {
     # interpreted expressions and operators: Janino compiled ~280 classes (12-50 s of CPU on a loaded
     # 2-core machine) to process 11k points; interpreted, the same queries need ~20 compiles

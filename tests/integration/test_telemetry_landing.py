@@ -113,11 +113,13 @@ def test_a_run_that_fails_leaves_its_checkpoint_unclean_and_the_next_run_sweeps_
     real_stage = landing.stage_chunk
 
     def stage_then_fail(*args: Any) -> Any:
+        """The fourth chunk's files are written, then its staging fails: they have no marker."""
         nonlocal staged
         staged += 1
+        chunk = real_stage(*args)
         if staged > 3:
             raise OSError("injected: the disk filled up while staging")
-        return real_stage(*args)
+        return chunk
 
     monkeypatch.setattr(landing, "stage_chunk", stage_then_fail)
     with pytest.raises(OSError, match="injected"):
@@ -127,6 +129,7 @@ def test_a_run_that_fails_leaves_its_checkpoint_unclean_and_the_next_run_sweeps_
     assert after_failure is not None and not after_failure.clean
     landed_before = zone.read_table("raw").num_rows
     assert 0 < landed_before < total
+    assert _data_files(out) - _committed_files(zone), "the failed chunk's files are left for the sweep"
 
     monkeypatch.setattr(landing, "stage_chunk", real_stage)
     rest = land_topic(config, topic, out, chunk_records=50, fsync=False)
@@ -135,6 +138,21 @@ def test_a_run_that_fails_leaves_its_checkpoint_unclean_and_the_next_run_sweeps_
     assert after_rerun is not None and after_rerun.clean
     assert dict(after_rerun.next_offsets) == {partition: total // 3 for partition in range(3)}
     assert_landed_exactly_once(read_dir(out / "raw"), read_dir(out / "datapoints"), total)
+    assert _data_files(out) == _committed_files(zone)
+
+
+def _data_files(zone_root: Path) -> set[str]:
+    """The names of the data files on disk, committed or not."""
+    return {path.name for path in zone_root.rglob("*.parquet") if not path.name.startswith(".")}
+
+
+def _committed_files(zone: LandingZone) -> set[str]:
+    """The names of the data files the zone's commit markers name."""
+    return {
+        Path(path).name
+        for table in ("raw", "datapoints", "quarantine")
+        for path in zone.committed_files(table)
+    }
 
 
 def _wait_for_last_stable_offset(config: dict[str, Any], topic: str, at_least: int) -> None:

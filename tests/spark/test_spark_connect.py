@@ -13,6 +13,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pipeline
 import pytest
@@ -52,6 +53,21 @@ def _sessions_closed(server) -> int:  # type: ignore[no-untyped-def]
     """Sessions the server has closed so far (its log says so once per session)."""
     log = Path(server.data_dir) / "logs" / "connect.log"
     return log.read_text(errors="replace").count("INFO SessionHolder: Closing session with")
+
+
+def _answer_on_connect(script: str, *args: str) -> Any:
+    """Run ``script`` as a Spark Connect client process (``spark_apps`` on its path); its last stdout line,
+    parsed as JSON."""
+    answered = subprocess.run(
+        [sys.executable, "-c", script, *args],
+        env={**os.environ, "PYTHONPATH": str(SPARK_APPS)},
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert answered.returncode == 0, answered.stderr[-4000:]
+    return json.loads(answered.stdout.strip().splitlines()[-1])
 
 
 def test_the_pipeline_on_a_connect_server_writes_what_a_classic_session_writes(
@@ -115,16 +131,7 @@ def test_connect_and_hadoop_answer_the_same_storage_questions(
         "questions = json.loads(sys.argv[2])\n"
         "print(json.dumps({q: [getattr(files, q)(p) for p in paths] for q, paths in questions.items()}))\n"
     )
-    answered = subprocess.run(
-        [sys.executable, "-c", script, spark_connect_server.url, json.dumps(questions)],
-        env={**os.environ, "PYTHONPATH": str(SPARK_APPS)},
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert answered.returncode == 0, answered.stderr[-4000:]
-    over_connect = json.loads(answered.stdout.strip().splitlines()[-1])
+    over_connect = _answer_on_connect(script, spark_connect_server.url, json.dumps(questions))
     hadoop = HadoopFiles(spark)
     local = {q: [getattr(hadoop, q)(p) for p in paths] for q, paths in questions.items()}
     over_connect["names"] = [sorted(names) for names in over_connect["names"]]
@@ -164,14 +171,14 @@ def test_a_warm_connect_server_generates_code_for_inputs_a_fresh_jvm_runs_interp
     spark,
     spark_connect_server,  # type: ignore[no-untyped-def]
 ) -> None:
-    """7 MiB: interpreted in a classic session (``SMALL_INPUT_BYTES``), generated code on a Connect server
+    """10 MiB: interpreted in a classic session (``SMALL_INPUT_BYTES``), generated code on a Connect server
     (``WARM_SERVER_SMALL_INPUT_BYTES``); 5 MiB: interpreted on both."""
     from kip714_common.session import SMALL_INPUT_CONF, tune_for_input
 
     mib = 1024 * 1024
     saved = {key: spark.conf.get(key, None) for key in SMALL_INPUT_CONF}
     try:
-        assert tune_for_input(spark, 7 * mib) is True
+        assert tune_for_input(spark, 10 * mib) is True
         assert spark.conf.get("spark.sql.codegen.wholeStage") == "false"
     finally:
         for key, value in saved.items():
@@ -185,17 +192,8 @@ def test_a_warm_connect_server_generates_code_for_inputs_a_fresh_jvm_runs_interp
         "from kip714_common.session import tune_for_input\n"
         "spark = SparkSession.builder.remote(sys.argv[1]).getOrCreate()\n"
         "stage = lambda: spark.conf.get('spark.sql.codegen.wholeStage')\n"
-        f"seven, five = {7 * mib}, {5 * mib}\n"
-        "print(json.dumps([tune_for_input(spark, seven), stage(), tune_for_input(spark, five), stage()]))\n"
+        f"ten, five = {10 * mib}, {5 * mib}\n"
+        "print(json.dumps([tune_for_input(spark, ten), stage(), tune_for_input(spark, five), stage()]))\n"
         "spark.stop()\n"
     )
-    answered = subprocess.run(
-        [sys.executable, "-c", script, spark_connect_server.url],
-        env={**os.environ, "PYTHONPATH": str(SPARK_APPS)},
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert answered.returncode == 0, answered.stderr[-4000:]
-    assert json.loads(answered.stdout.strip().splitlines()[-1]) == [False, "true", True, "false"]
+    assert _answer_on_connect(script, spark_connect_server.url) == [False, "true", True, "false"]
