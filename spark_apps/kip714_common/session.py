@@ -87,8 +87,9 @@ There generated code pays no JVM start and its JIT is warm, so it wins at smalle
 JVM. Measured on the live cycles of a 10,000-instance fleet (``docs/benchmarks.md``, session 25), the
 server's CPU per cycle: interpreted, about 23 s + 12.9 s per MB (cycles of 5.5 and 13.3 MB); generated
 code, about 71 s + 5.5 s per MB (cycles of 6.1-26.1 MB), or 92-97 s + 3.4-3.7 s per MB counting the
-larger cycles of 27-31 MB. The lines cross at 6.4-7.8 MB (10^6 bytes); 8 MiB (8.4 MB) keeps every input
-below both crossings interpreted. Live cycles at 1,000 instances read 0.2-3.7 MB and stay interpreted,
+larger cycles of 27-31 MB. The lines cross at 6.5-7.8 MB (10^6 bytes), and at 8.4 MB through every
+generated cycle of 25-31 MB of the three runs; 8 MiB (8.39 MB) is above the first two, level with the
+third. Live cycles at 1,000 instances read 0.2-3.7 MB and stay interpreted,
 where they cost less (session 20: 1.5x less at 2.6 MB). Runs of the hourly and troubleshooting DAGs
 on a server between 8 MiB and 16 MB were not measured."""
 SMALL_INPUT_CONF = {

@@ -172,7 +172,7 @@ def test_a_warm_connect_server_generates_code_for_inputs_a_fresh_jvm_runs_interp
     spark_connect_server,  # type: ignore[no-untyped-def]
 ) -> None:
     """10 MiB: interpreted in a classic session (``SMALL_INPUT_BYTES``), generated code on a Connect server
-    (``WARM_SERVER_SMALL_INPUT_BYTES``); 5 MiB: interpreted on both."""
+    (``WARM_SERVER_SMALL_INPUT_BYTES``); 5 MiB: interpreted on the Connect server."""
     from kip714_common.session import SMALL_INPUT_CONF, tune_for_input
 
     mib = 1024 * 1024
