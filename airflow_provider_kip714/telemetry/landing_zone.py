@@ -74,7 +74,7 @@ from airflow_provider_kip714.telemetry.landing_checkpoint import (
     resume_point,
     write_checkpoint,
 )
-from airflow_provider_kip714.telemetry.lease import ZoneLease, fresh
+from airflow_provider_kip714.telemetry.lease import ZoneLease
 from airflow_provider_kip714.telemetry.zone_storage import ZoneStorage
 from spark_apps.kip714_common.commit_markers import (
     COMMITS_DIR,
@@ -178,9 +178,8 @@ class LandingZone:
         """Pin the zone to its topic (refuse another topic's zone), keep landers from before protocol v2
         out of it, and declare the marker protocol."""
         zone_file = self._join(ZONE_FILE)
-        body = (
-            _zone_record(self.storage.read(zone_file), zone_file) if fresh(self.fs).exists(zone_file) else {}
-        )
+        text = self.storage.read_if_present(zone_file)
+        body = {} if text is None else _zone_record(text, zone_file)
         recorded = body.get(_ZONE_TOPIC_KEY, body.get("topic", self.topic))
         if recorded != self.topic:
             raise LandingError(
@@ -193,9 +192,7 @@ class LandingZone:
             guard = {"topic": f"{self.topic}{_V1_FENCE}", _ZONE_TOPIC_KEY: self.topic}
             self.storage.put_replacing(zone_file, json.dumps(guard).encode())
         protocol_file = self._join(COMMITS_DIR, PROTOCOL_FILE)
-        declared = ""
-        if fresh(self.fs).exists(protocol_file):
-            declared = self.storage.read(protocol_file).decode(errors="replace")
+        declared = (self.storage.read_if_present(protocol_file) or b"").decode(errors="replace")
         if not declared:  # none yet, or a write that died before its bytes (adopting again is harmless)
             self._adopt_pre_marker_chunks()
             self.storage.put_replacing(protocol_file, PROTOCOL.encode())
@@ -329,13 +326,13 @@ class LandingZone:
 
     def committed_files(self, table: str) -> list[str]:
         """Paths (in ``self.fs``) of ``table``'s committed files: raw, datapoints or quarantine."""
-        committed = self.committed()
+        readable = self.committed() | {None}  # None: a name no chunk has (a file put there by hand)
         return sorted(
             path
             for path in self.storage.find(self._join(table))
             if path.endswith(DATA_SUFFIX)
             and not path.rsplit("/", 1)[-1].startswith((".", "_"))  # hidden: temp files, Spark's markers
-            and _entry(path) in committed | {None}
+            and _entry(path) in readable
         )
 
     def arrow_files(self, table: str) -> tuple[pafs.FileSystem, list[str]]:

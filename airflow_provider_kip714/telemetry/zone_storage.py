@@ -62,17 +62,26 @@ class ZoneStorage:
         """A file's bytes, read afresh; ``FileNotFoundError`` when it does not exist."""
         return bytes(fresh(self.fs).cat_file(path))
 
+    def read_if_present(self, path: str) -> bytes | None:
+        """``read``, or None when the file does not exist (one request, not an existence check first)."""
+        try:
+            return self.read(path)
+        except FileNotFoundError:
+            return None
+
     def names(self, directory: str) -> list[str]:
-        """The names in ``directory`` (files and folders), listed afresh; none when it does not exist."""
-        if not fresh(self.fs).exists(directory):
+        """The names in ``directory`` (files and folders), listed afresh; none when it does not exist.
+
+        One listing, no existence check before it: a live cycle lists a few of these folders each run."""
+        try:
+            entries = fresh(self.fs).ls(directory, detail=False)
+        except FileNotFoundError:
             return []
-        return [
-            str(entry).rstrip("/").rsplit("/", 1)[-1] for entry in fresh(self.fs).ls(directory, detail=False)
-        ]
+        return [str(entry).rstrip("/").rsplit("/", 1)[-1] for entry in entries]
 
     def find(self, directory: str) -> list[str]:
-        """Every file under ``directory`` (one recursive listing), afresh."""
-        return list(fresh(self.fs).find(directory)) if fresh(self.fs).exists(directory) else []
+        """Every file under ``directory`` (one recursive listing), afresh; none when it does not exist."""
+        return list(fresh(self.fs).find(directory))
 
     def _make_folders(self, directory: str) -> None:
         """Create ``directory`` and its missing parents; fsync each parent that gained one, so a marker or
