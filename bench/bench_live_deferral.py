@@ -36,6 +36,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 import psutil  # noqa: E402
+from arguments import positive_int  # noqa: E402
 
 from tests.support.live_airflow import LiveAirflow  # noqa: E402
 
@@ -82,12 +83,6 @@ for name, deferred in (("plain", False), ("deferred", True)):
 
         detect_and_announce(analyse(LandNew(task_id="land_new", deferred=deferred).output))
 '''
-
-
-def positive_int(text: str) -> int:
-    if not text.isdigit() or int(text) < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
-    return int(text)
 
 
 def build_parser() -> argparse.ArgumentParser:

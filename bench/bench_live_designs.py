@@ -56,6 +56,7 @@ sys.path.insert(0, str(REPO / "spark_apps"))
 import pyarrow as pa  # noqa: E402
 import pyarrow.compute as pc  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
+from arguments import non_negative_int, positive_int  # noqa: E402
 from kip714_common.schemas import DATAPOINT_SCHEMA  # noqa: E402
 from kip714_common.session import REQUIRED_CONF, SMALL_INPUT_CONF, tune_for_input  # noqa: E402
 from kip714_dev.signals import exit_on_sigterm  # noqa: E402
@@ -87,18 +88,6 @@ GROUP_KEYS = (
     "metric_name",
     "metric_type",
 )
-
-
-def positive_int(text: str) -> int:
-    if not text.isdigit() or int(text) < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
-    return int(text)
-
-
-def non_negative_int(text: str) -> int:
-    if not text.isdigit():
-        raise argparse.ArgumentTypeError(f"must be an integer >= 0, got {text!r}")
-    return int(text)
 
 
 def build_parser() -> argparse.ArgumentParser:
