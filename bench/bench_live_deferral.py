@@ -13,11 +13,12 @@ work (``@continuous``, one run at a time, three tasks passing an XCom):
 - **deferred**: ``land_new`` defers once on a trigger that fires at once (``TimeDeltaTrigger(0)``, standing
   in for the arrival trigger on a fleet that never idles) and returns when resumed.
 
-Each runs alone for ``--seconds``, the order alternating round by round. Printed: runs completed, the
-median run's wall time (its start to its end), and Airflow's CPU per run beyond idle (every component and
-its descendants, reaped children included, from ``/proc``; idle measured first), and the ratios.
+A round measures idle (both paused) for ``--idle-seconds``, then each DAG alone for ``--seconds``.
+Printed: the runs that ended in the span, the median run's wall time (its start to its end), Airflow's
+cores over the span and its CPU per run beyond that round's idle (every component and its descendants,
+reaped children included, from ``/proc``), and the ratios.
 
-    .venv/bin/python bench/bench_live_deferral.py                 # 2 rounds of 120 s each (about 10 min)
+    .venv/bin/python bench/bench_live_deferral.py                 # 2 rounds of 60 + 2 x 120 s (about 12 min)
     .venv/bin/python bench/bench_live_deferral.py --seconds 60 --idle-seconds 30
 """
 
@@ -41,6 +42,7 @@ from arguments import positive_int  # noqa: E402
 from tests.support.live_airflow import LiveAirflow  # noqa: E402
 
 VARIANTS = ("plain", "deferred")
+"""In this order every round: the same DAG never runs two spans back to back."""
 DAG_FILE = '''
 """Two cycles of kip714_live's shape doing no work: one starts at once, one defers to the triggerer first."""
 from datetime import datetime, timedelta
@@ -89,7 +91,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seconds", type=positive_int, default=120, help="each variant's run time (120)")
     parser.add_argument("--idle-seconds", type=positive_int, default=60, help="idle measurement (60)")
-    parser.add_argument("--rounds", type=positive_int, default=2, help="rounds, the order alternating (2)")
+    parser.add_argument("--rounds", type=positive_int, default=2, help="rounds (2)")
     parser.add_argument("--work", type=Path, default=None, help="work folder (default: a temporary one)")
     return parser
 
@@ -121,14 +123,18 @@ class Measured:
     runs: int
     wall_median: float
     cpu_per_run: float
+    cores: float
+    """Airflow's CPU over the span per second, idle included."""
 
 
 def measure(airflow: LiveAirflow, dag_id: str, seconds: int, idle_rate: float) -> Measured:
     """Unpause ``dag_id`` for ``seconds``: the runs that ended in that span, and Airflow's CPU beyond idle
     per run (the span's CPU includes the part of the run in flight at its end: at most one run's worth).
 
-    Then pause it and fail the run in flight (a paused DAG's running run is not scheduled further) and the
-    queued one a continuous DAG creates, so the next variant runs alone."""
+    Then pause it and fail any run still queued or running (a paused DAG's running run is not scheduled
+    further), so the next span runs alone. A continuous DAG starts its next run only after the
+    dag-processor has parsed it again (every 30 s), so the next span of the same DAG comes after an idle
+    span and the other DAG's: it starts without that wait."""
     api = airflow.api
     known = {run["dag_run_id"] for run in api.dag_runs(dag_id)}
     cpu, began, began_wall = airflow_cpu(airflow), time.monotonic(), time.time()
@@ -137,6 +143,8 @@ def measure(airflow: LiveAirflow, dag_id: str, seconds: int, idle_rate: float) -
     used, elapsed, ended_wall = airflow_cpu(airflow) - cpu, time.monotonic() - began, time.time()
     api.request("PATCH", f"/api/v2/dags/{dag_id}", json={"is_paused": True})
     runs = [run for run in api.dag_runs(dag_id) if run["dag_run_id"] not in known]
+    if len(runs) >= 100:
+        raise SystemExit(f"{dag_id}: {len(runs)} runs in one span, more than the run listing holds")
     for run in runs:
         if run["state"] in ("queued", "running"):
             api.request(
@@ -148,7 +156,9 @@ def measure(airflow: LiveAirflow, dag_id: str, seconds: int, idle_rate: float) -
     if not ended or any(run["state"] != "success" for run in ended):
         raise SystemExit(f"{dag_id}: {len(ended)} runs ended in the span, not all succeeded: {ended}")
     walls = [timestamp(run["end_date"]) - timestamp(run["start_date"]) for run in ended]
-    return Measured(len(ended), statistics.median(walls), (used - idle_rate * elapsed) / len(ended))
+    return Measured(
+        len(ended), statistics.median(walls), (used - idle_rate * elapsed) / len(ended), used / elapsed
+    )
 
 
 def run(args: argparse.Namespace, work: Path) -> int:
@@ -158,20 +168,20 @@ def run(args: argparse.Namespace, work: Path) -> int:
     print(f"load average at start: {' '.join(Path('/proc/loadavg').read_text().split()[:3])}", flush=True)
     with LiveAirflow.start(work / "airflow", dags_folder=dags) as airflow:
         airflow.api.wait_for_dags([f"bench_cycle_{name}" for name in VARIANTS])
-        cpu, began = airflow_cpu(airflow), time.monotonic()
-        time.sleep(args.idle_seconds)
-        idle_rate = (airflow_cpu(airflow) - cpu) / (time.monotonic() - began)
-        print(f"idle: {idle_rate:.3f} cores", flush=True)
         results: dict[str, list[Measured]] = {name: [] for name in VARIANTS}
         for round_index in range(args.rounds):
-            order = VARIANTS if round_index % 2 == 0 else VARIANTS[::-1]
-            for name in order:
+            # idle first, every round: the paused span also lets the dag-processor parse the DAGs again
+            cpu, began = airflow_cpu(airflow), time.monotonic()
+            time.sleep(args.idle_seconds)
+            idle_rate = (airflow_cpu(airflow) - cpu) / (time.monotonic() - began)
+            print(f"round {round_index + 1} idle: {idle_rate:.3f} cores", flush=True)
+            for name in VARIANTS:
                 measured = measure(airflow, f"bench_cycle_{name}", args.seconds, idle_rate)
                 results[name].append(measured)
                 print(
                     f"round {round_index + 1} {name}: {measured.runs} runs, wall per run median"
-                    f" {measured.wall_median:.2f} s, Airflow CPU per run beyond idle"
-                    f" {measured.cpu_per_run:.2f} s",
+                    f" {measured.wall_median:.2f} s, Airflow {measured.cores:.3f} cores, CPU per run beyond"
+                    f" idle {measured.cpu_per_run:.2f} s",
                     flush=True,
                 )
     plain, deferred = (
@@ -183,9 +193,9 @@ def run(args: argparse.Namespace, work: Path) -> int:
     )
     print(
         f"deferred/plain per cycle: wall {deferred[0]:.2f} / {plain[0]:.2f} s = {deferred[0] / plain[0]:.2f}x"
-        f" (+{deferred[0] - plain[0]:.2f} s), Airflow CPU {deferred[1]:.2f} / {plain[1]:.2f} s ="
-        f" {deferred[1] / plain[1]:.2f}x (+{deferred[1] - plain[1]:.2f} s; at 120 cycles an hour"
-        f" +{(deferred[1] - plain[1]) * 120:.0f} CPU s an hour); load average at end:"
+        f" ({deferred[0] - plain[0]:+.2f} s), Airflow CPU {deferred[1]:.2f} / {plain[1]:.2f} s ="
+        f" {deferred[1] / plain[1]:.2f}x ({deferred[1] - plain[1]:+.2f} s; at 120 cycles an hour"
+        f" {(deferred[1] - plain[1]) * 120:+.0f} CPU s an hour); load average at end:"
         f" {' '.join(Path('/proc/loadavg').read_text().split()[:3])}",
         flush=True,
     )
