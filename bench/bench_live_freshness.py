@@ -309,7 +309,9 @@ class Live:
     def area(self) -> RunArea:
         return live_area(self.root)
 
-    def pipeline_args(self, start: datetime, end: datetime, chunks_from: str, steps: str) -> list[str]:
+    def pipeline_args(
+        self, start: datetime, end: datetime, chunks_from: str, steps: str, spark_session: str | None = None
+    ) -> list[str]:
         """The ``kip714_live`` DAG's ``analyse`` arguments."""
         return application_args(
             str(self.landing),
@@ -324,6 +326,7 @@ class Live:
             chunks_from=chunks_from,
             steps=steps,
             no_read_back=True,
+            connect_session=spark_session,
         )
 
     def cycle(self, submit: bool = False) -> Cycle:
@@ -333,7 +336,9 @@ class Live:
         plan = begin_cycle(store, self.landing, self.topic, now, self.settings)
         start_offsets = next(c.next_offsets for c in reversed(store.cycle_starts()) if c.at == now)
         landed = land_topic(self.config, self.topic, self.landing, timeout_s=LANDING_TIMEOUT_S)
-        args = self.pipeline_args(plan.start, plan.end, plan.chunks_flag() or "", plan.steps_flag())
+        args = self.pipeline_args(
+            plan.start, plan.end, plan.chunks_flag() or "", plan.steps_flag(), plan.spark_session
+        )
         log_offset = self.log.stat().st_size if self.log.exists() else 0
         if submit:
             command = [str(Path(sys.executable).parent / "spark-submit"), "--master", "local[2]"]

@@ -3,7 +3,8 @@ and announces every new or resolved finding as one event on the ``kip714_finding
 
     land_new -> analyse (rollups, anomalies, broker metrics, delivery, and capabilities once per
         KIP714_LIVE_CAPABILITIES_EVERY: one Spark app, over [now - lookback, now), reading only the
-        chunks landed since) -> detect_and_announce
+        chunks landed since; on Spark Connect, in one server session from cycle to cycle)
+        -> detect_and_announce
 
 Paused by default, like every DAG: unpause it to go live. It runs continuously (``@continuous``, one run
 at a time; ``KIP714_LIVE_EVERY=1m`` runs one cycle a minute instead, for less CPU); a run takes about
@@ -82,6 +83,7 @@ with DAG(
             "end": plan.end.isoformat(),
             "chunks_from": plan.chunks_flag() or "",
             "steps": plan.steps_flag(),
+            "spark_session": plan.spark_session,
         }
 
     landed = land_new()
@@ -101,6 +103,9 @@ with DAG(
             "baseline_for": f"{int(SETTINGS.baseline_for.total_seconds())}s",
             "chunks_from": "{{ " + PLAN + "['chunks_from'] }}",
             "steps": "{{ " + PLAN + "['steps'] }}",
+            # one Spark Connect session from cycle to cycle: the server reuses the code it compiled
+            # (a run planned before cycles shared a session has none: the run then opens its own)
+            "connect_session": "{{ " + PLAN + ".get('spark_session', '') }}",
             "no_read_back": True,  # detect reads the tables itself: no read-back job per table
         },
     )

@@ -40,6 +40,8 @@ from kip714_common.landing import LATE_GRACE, chunk_selection, landed_bytes
 from kip714_common.outputs import without_read_back
 from kip714_common.run_shares import shared_reads
 from kip714_common.session import get_session, tune_for_input
+from kip714_common.shared_session import FLAG, begin_run, parse_session_id
+from kip714_common.shared_session import connect as connect_shared
 from kip714_common.timing import StepTimer, emit, jvm_report
 from pyspark.sql import SparkSession
 
@@ -97,6 +99,12 @@ def build_parser(steps: Sequence[str] = DEFAULT_STEPS) -> argparse.ArgumentParse
         help='JSON {"partition": offset}: read only landing chunks at or after it (live mode: what is new)',
     )
     parser.add_argument(
+        FLAG,
+        default=None,
+        help="a version-4 UUID: run in that Spark Connect server session, shared with runs before and after "
+        "(live mode's cycles: no new session each run, so no code compiled again); a Connect run only",
+    )
+    parser.add_argument(
         "--no-read-back",
         action="store_true",
         help="do not read the written tables back for the summary lines (live mode: it reads them itself)",
@@ -140,6 +148,8 @@ class Plan:
     concurrency: int
     chunks_from: dict[int, int] | None
     read_back: bool = True
+    connect_session: str | None = None
+    """A server session shared with other runs (``shared_session``); None: one of the run's own."""
 
 
 def parse_chunks_from(text: str | None) -> dict[int, int] | None:
@@ -177,6 +187,7 @@ def plan(argv: Sequence[str]) -> Plan:
         parse_concurrency(given.concurrency),
         parse_chunks_from(getattr(given, "chunks_from", None)),
         read_back=not getattr(given, "no_read_back", False),
+        connect_session=parse_session_id(getattr(given, "connect_session", None)),
     )
 
 
@@ -186,15 +197,20 @@ def parse_concurrency(text: str) -> int:
     return int(text)
 
 
-def session(remote: str | None) -> SparkSession:
-    """A Spark Connect session when given a URL (``--remote``, else ``SPARK_REMOTE``), else the JVM's own."""
+def session(remote: str | None, shared_id: str | None = None) -> SparkSession:
+    """A Spark Connect session when given a URL (``--remote``, else ``SPARK_REMOTE``), else the JVM's own;
+    with ``shared_id``, the server session runs before and after this one use too (``shared_session``)."""
     remote = remote or os.environ.get("SPARK_REMOTE") or None
     if remote is None:
         return get_session(APP_NAME)
     from kip714_common.session import bound_connect_retries, configure
 
-    spark = SparkSession.builder.remote(remote).getOrCreate()
-    bound_connect_retries(spark)
+    if shared_id is None:
+        spark = SparkSession.builder.remote(remote).getOrCreate()
+        bound_connect_retries(spark)
+    else:
+        spark = connect_shared(remote, shared_id)
+        begin_run(spark)
     return configure(spark)
 
 
@@ -241,7 +257,7 @@ def run(argv: Sequence[str] | None = None, spark: SparkSession | None = None) ->
     own: SparkSession | None = None
     with timer.phase("session"):
         if spark is None:
-            spark = own = session(planned.remote)
+            spark = own = session(planned.remote, planned.connect_session)
     try:
         read_back = nullcontext() if planned.read_back else without_read_back()
         with run_caches(), chunk_selection(planned.chunks_from), shared_reads() as reads, read_back:
@@ -265,7 +281,7 @@ def run(argv: Sequence[str] | None = None, spark: SparkSession | None = None) ->
     finally:
         if own is not None:
             # a Spark Connect server keeps an unreleased session (its plans and state) until its idle
-            # timeout (an hour by default)
+            # timeout (an hour by default); a shared session is left for the next run (not released)
             own.stop()
 
 

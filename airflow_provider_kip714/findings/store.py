@@ -165,14 +165,23 @@ class CycleStart:
 
     at: datetime
     next_offsets: dict[int, int]
+    spark_session: str | None = None
+    """The Spark Connect server session the cycle's analysis runs in (``live.cycle.spark_session_for``);
+    None in cursors written before cycles shared one."""
 
     def as_json(self) -> dict[str, Any]:
-        return {"at": self.at.isoformat(), "next_offsets": {str(p): o for p, o in self.next_offsets.items()}}
+        body: dict[str, Any] = {
+            "at": self.at.isoformat(),
+            "next_offsets": {str(p): o for p, o in self.next_offsets.items()},
+        }
+        if self.spark_session is not None:
+            body["spark_session"] = self.spark_session
+        return body
 
     @classmethod
     def from_json(cls, body: dict[str, Any]) -> CycleStart:
         offsets = {int(p): int(o) for p, o in body.get("next_offsets", {}).items()}
-        return cls(datetime.fromisoformat(body["at"]), offsets)
+        return cls(datetime.fromisoformat(body["at"]), offsets, body.get("spark_session"))
 
 
 @dataclass(frozen=True)

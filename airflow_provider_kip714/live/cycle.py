@@ -1,6 +1,7 @@
 """One live cycle: land what is new, analyse the trailing minutes, turn the tables into findings.
 
-    begin_cycle -> land (the scheduled landing zone, exactly once) -> the Spark pipeline over
+    begin_cycle -> land (the scheduled landing zone, exactly once) -> the Spark pipeline (in the live
+    Spark Connect session, ``spark_session_for``) over
     [now - lookback, now) reading only the recent chunks (rollups, anomalies, broker metrics, delivery;
     capabilities once per ``capabilities_every``; no summaries read back) -> detect (transitions into
     the outbox) -> announce (``findings.announce``)
@@ -39,6 +40,7 @@ from airflow_provider_kip714.findings.store import CycleStart, LiveStatus, LiveS
 from airflow_provider_kip714.live.settings import LOOKBACK_ENV, LiveSettings
 from airflow_provider_kip714.storage.data_root import RunArea, StoragePath
 from airflow_provider_kip714.telemetry.landing_zone import LandingZone
+from spark_apps.kip714_common.connect_session_id import is_session_id, new_session_id
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +50,15 @@ CAPABILITIES_STEP: Final = "capabilities"
 CLOCK_SLACK: Final = timedelta(minutes=1)
 """Clients' clocks and the broker's may differ: chunks are taken from a little before the window."""
 KEPT_CYCLES: Final = timedelta(hours=2)
+SPARK_SESSION_IDLE: Final = timedelta(minutes=10)
+"""A cycle beginning longer than this after the last one moves to a new Spark Connect session: a server
+closes a session idle for its timeout (15 minutes on ``kip714 local-spark-connect``, an hour by Spark's
+default) and refuses a closed id."""
+SPARK_SESSION_LIFETIME: Final = timedelta(hours=1)
+"""Cycles move to a new Spark Connect session at least this often: what a session holds on the server (its
+plans, what a killed cycle cached) stays bounded, and an id the server closed (its idle timeout shorter than
+``SPARK_SESSION_IDLE``, or a release by hand) is replaced within the hour; until then each cycle falls back
+to a session of its own and compiles afresh. A restarted server simply opens a session of that id again."""
 
 
 @dataclass(frozen=True)
@@ -58,6 +69,8 @@ class CyclePlan:
     end: datetime
     chunks_from: dict[int, int] | None
     """None: no earlier cycle recorded where to start, so every committed chunk of the hours is read."""
+    spark_session: str
+    """The Spark Connect server session the analysis runs in (the pipeline's ``--connect-session``)."""
     steps: tuple[str, ...] = (*ANALYSIS_STEPS, CAPABILITIES_STEP)
 
     def steps_flag(self) -> str:
@@ -91,10 +104,22 @@ def begin_cycle(
             unanalysed[1].isoformat(),
             LOOKBACK_ENV,
         )
-    cycles.append(CycleStart(now, landed))
+    session = spark_session_for(cycles, now)
+    cycles.append(CycleStart(now, landed, session))
     store.write_cycle_starts(cycles)
     start = now - settings.lookback
-    return CyclePlan(start, now, chunks_from(cycles, start - CLOCK_SLACK), steps)
+    return CyclePlan(start, now, chunks_from(cycles, start - CLOCK_SLACK), session, steps)
+
+
+def spark_session_for(cycles: list[CycleStart], now: datetime) -> str:
+    """The Spark Connect session of the cycle beginning ``now``: the last cycle's, so the server reuses the
+    code it compiled for it (``kip714_common.shared_session``), unless that cycle began more than
+    ``SPARK_SESSION_IDLE`` ago or its session's first cycle ``SPARK_SESSION_LIFETIME`` ago; then a new one."""
+    last = max(cycles, key=lambda cycle: cycle.at, default=None)
+    if last is None or not is_session_id(last.spark_session) or now - last.at > SPARK_SESSION_IDLE:
+        return new_session_id()
+    first = min(cycle.at for cycle in cycles if cycle.spark_session == last.spark_session)
+    return new_session_id() if now - first >= SPARK_SESSION_LIFETIME else str(last.spark_session)
 
 
 def skipped_span(

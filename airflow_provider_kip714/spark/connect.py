@@ -29,6 +29,8 @@ from airflow_provider_kip714.exceptions import Kip714Error
 from airflow_provider_kip714.spark.arguments import storage_arguments
 from spark_apps.package import application_path
 
+CLIENT_STOP_TIMEOUT_S = 10
+"""How long a killed task waits for its client to stop on SIGTERM before it kills it."""
 REMOTE_ENV = "SPARK_REMOTE"
 """The Connect URL for the client (``pipeline.py`` reads it when ``--remote`` is not given)."""
 
@@ -55,6 +57,7 @@ class Kip714SparkConnectOperator(BaseOperator):
         self.app = app
         self.application_args = list(application_args)
         self.conn_id = conn_id
+        self._client: subprocess.Popen[str] | None = None
 
     def execute(self, context: Any) -> None:
         url = SparkConnectHook(self.conn_id).get_connection_url()
@@ -63,7 +66,7 @@ class Kip714SparkConnectOperator(BaseOperator):
             self.log.info("object storage: the Connect server reads it with its own spark.hadoop.* settings")
         command = connect_command(self.app, args)
         self.log.info("Spark Connect (%s): %s", self.conn_id, " ".join(command[1:]))
-        process = subprocess.Popen(
+        process = self._client = subprocess.Popen(
             command,
             env={**os.environ, REMOTE_ENV: url},
             stdout=subprocess.PIPE,
@@ -78,3 +81,16 @@ class Kip714SparkConnectOperator(BaseOperator):
                 f"{self.app} on Spark Connect ({self.conn_id}) failed with exit {process.returncode}; "
                 "its last lines are in the log above"
             )
+
+    def on_kill(self) -> None:
+        """Stop the client when the task is killed or times out: left running, it would go on submitting
+        work to the server (in live mode, into the session the task's next try uses)."""
+        client = self._client
+        if client is None or client.poll() is not None:
+            return
+        client.terminate()
+        try:
+            client.wait(timeout=CLIENT_STOP_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            client.kill()
+            client.wait()

@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -142,7 +143,10 @@ def test_connect_and_hadoop_answer_the_same_storage_questions(
     assert sorted(hour_files) == local["names"][0] and all(size > 0 for size in hour_files.values())
 
 
-def test_a_client_whose_server_is_gone_gives_up_within_a_minute(tmp_path: Path, spark) -> None:  # type: ignore[no-untyped-def]
+@pytest.mark.parametrize("shared", [[], ["--connect-session", "0d6f4a3c-58a4-4b1e-9a57-8f2b1c3d4e5f"]])
+def test_a_client_whose_server_is_gone_gives_up_within_a_minute(
+    tmp_path: Path, spark, shared: list[str]
+) -> None:  # type: ignore[no-untyped-def]
     """pyspark's default retries for at least 10 minutes against an unreachable server: a live cycle whose
     server died stalled that long. The apps bound it (``CONNECT_RETRIES``: 18 s measured); a classic
     session is left alone."""
@@ -152,7 +156,7 @@ def test_a_client_whose_server_is_gone_gives_up_within_a_minute(tmp_path: Path, 
     bound_connect_retries(spark)  # a classic session: nothing to bound, and no error
     nobody = f"sc://127.0.0.1:{free_ports(1)[0]}"
     began = time.monotonic()
-    args = ["--input", str(FIXTURE), "--output", str(tmp_path / "out"), *WINDOW]
+    args = ["--input", str(FIXTURE), "--output", str(tmp_path / "out"), *WINDOW, *shared]
     gone = subprocess.run(
         connect_command("pipeline", args),
         env={**os.environ, REMOTE_ENV: nobody},
@@ -197,3 +201,89 @@ def test_a_warm_connect_server_generates_code_for_inputs_a_fresh_jvm_runs_interp
         "spark.stop()\n"
     )
     assert _answer_on_connect(script, spark_connect_server.url) == [False, "true", True, "false"]
+
+
+def _code_generated(server) -> int:  # type: ignore[no-untyped-def]
+    """Classes the server has compiled so far (its log says so once per compile)."""
+    log = Path(server.data_dir) / "logs" / "connect.log"
+    return log.read_text(errors="replace").count("CodeGenerator: Code generated in")
+
+
+def test_live_cycles_share_one_server_session_so_the_code_compiled_for_one_serves_the_next(
+    tmp_path: Path,
+    spark,
+    spark_connect_server,  # type: ignore[no-untyped-def]
+) -> None:
+    """A server session has its own class loader, and Spark caches compiled code per class loader: a run in a
+    new session compiles again what the last one compiled. Runs given ``--connect-session`` share one
+    session: the later ones compile (almost) nothing, read what the earlier ones wrote (no stale cached
+    plan), and leave the session open, with the settings it began with. An id the server has closed falls
+    back to a session of the run's own."""
+    session_id = str(uuid.uuid4())
+
+    def cycle(shared: str) -> int:
+        """A live cycle's run into the live tables, each cycle the same; the classes it compiled."""
+        compiled = _code_generated(spark_connect_server)
+        args = ["--input", str(FIXTURE), "--output", str(tmp_path / "live"), *WINDOW]
+        args += ["--connect-session", shared]
+        ran = subprocess.run(
+            connect_command("pipeline", [*args, "--steps", "rollups,anomalies", "--rules", str(RULES)]),
+            env={**os.environ, REMOTE_ENV: spark_connect_server.url},
+            capture_output=True,
+            text=True,
+            timeout=600,
+            check=False,
+        )
+        assert ran.returncode == 0, ran.stdout[-4000:] + ran.stderr[-4000:]
+        return _code_generated(spark_connect_server) - compiled
+
+    closed = _sessions_closed(spark_connect_server)
+    first = cycle(session_id)
+    written = {table: _rows(spark, tmp_path / "live" / table) for table in ("rollups", "anomalies")}
+    assert written["rollups"]
+    # the later cycles read the tables the earlier ones rewrote (a plan cached by the server would still
+    # list the replaced files) and write the same rows
+    later = [cycle(session_id), cycle(session_id)]
+    assert first >= 10 and all(compiled <= first // 10 for compiled in later), (first, later)
+    assert _sessions_closed(spark_connect_server) == closed  # no run released the shared session
+    for table, rows in written.items():
+        assert _rows(spark, tmp_path / "live" / table) == rows, table
+    check = (
+        "import json, sys\n"
+        "from kip714_common.shared_session import begin_run, connect\n"
+        "spark = connect(sys.argv[1], sys.argv[2])\n"
+        "left = spark.conf.get('spark.sql.shuffle.partitions')\n"
+        "begin_run(spark)\n"
+        "print(json.dumps([left, spark.conf.get('spark.sql.shuffle.partitions')]))\n"
+        "spark.release_session_on_close = True\n"
+        "spark.stop()\n"
+    )  # the small input left its settings; the next run starts from the server's; then closed for good
+    assert _answer_on_connect(check, spark_connect_server.url, session_id) == ["2", "4"]
+    assert _sessions_closed(spark_connect_server) == closed + 1
+    # a closed id: the run warns and uses a session of its own (released at its end), and still writes
+    assert cycle(session_id) > 0
+    assert _sessions_closed(spark_connect_server) == closed + 2
+    assert _rows(spark, tmp_path / "live" / "rollups") == written["rollups"]
+
+
+def test_a_run_in_a_shared_session_starts_from_the_settings_the_session_began_with(spark) -> None:  # type: ignore[no-untyped-def]
+    from kip714_common.session import SMALL_INPUT_CONF, tune_for_input
+    from kip714_common.shared_session import DEFAULTS_KEY, begin_run
+
+    def settings() -> dict[str, str | None]:
+        return {key: spark.conf.get(key, None) for key in SMALL_INPUT_CONF}
+
+    began = settings()
+    assert None in began.values()  # some of them unset: restored by unsetting
+    try:
+        begin_run(spark)  # the session's first run: it notes the settings the session began with
+        assert tune_for_input(spark, 1024) is True and settings() == SMALL_INPUT_CONF != began
+        begin_run(spark)  # the next run
+        assert settings() == began  # the session's own values (2 shuffle partitions here), not Spark's 200
+    finally:
+        spark.conf.unset(DEFAULTS_KEY)
+        for key, value in began.items():
+            if value is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, value)

@@ -63,6 +63,13 @@ def test_a_bad_flag_of_a_later_step_fails_before_any_step_runs(tmp_path: Path) -
         pipeline.plan(_argv(FIXTURE, tmp_path / "out", "--chunks-from", "x" * 10_000))
     assert len(str(refused.value)) < 300  # one readable line, the value cut
     assert pipeline.plan(_argv(FIXTURE, tmp_path / "out", "--chunks-from", '{"3": 7}')).chunks_from == {3: 7}
+    session = "0d6f4a3c-58a4-4b1e-9a57-8f2b1c3d4e5f"
+    for bad_session in ("x", session.upper(), "0d6f4a3c-58a4-1b1e-9a57-8f2b1c3d4e5f", f"{session};token=x"):
+        with pytest.raises(SparkAppInputError, match="--connect-session"):
+            pipeline.plan(_argv(FIXTURE, tmp_path / "out", "--connect-session", bad_session))
+    shared = pipeline.plan(_argv(FIXTURE, tmp_path / "out", "--connect-session", session))
+    assert shared.connect_session == session
+    assert pipeline.plan(_argv(FIXTURE, tmp_path / "out")).connect_session is None
     assert not (tmp_path / "out").exists()
 
 

@@ -20,11 +20,16 @@ from airflow_provider_kip714.findings.model import Transition
 from airflow_provider_kip714.findings.store import CycleStart, LiveStore
 from airflow_provider_kip714.live.cycle import (
     CLOCK_SLACK,
+    SPARK_SESSION_IDLE,
+    SPARK_SESSION_LIFETIME,
+    begin_cycle,
     chunks_from,
     detect,
     refreshes_capabilities,
     skipped_span,
+    spark_session_for,
 )
+from airflow_provider_kip714.live.settings import LiveSettings
 from airflow_provider_kip714.storage.data_root import live_area
 
 NOON = datetime(2026, 11, 27, 12, 0, tzinfo=UTC)
@@ -196,3 +201,28 @@ def test_a_cycle_that_begins_more_than_a_lookback_after_the_last_names_the_span_
         at,
         at + timedelta(minutes=3, seconds=4),
     )
+
+
+def test_cycles_share_a_spark_session_until_a_pause_or_an_hour(tmp_path: Path) -> None:
+    assert spark_session_for([], NOON) != spark_session_for([], NOON)  # the first cycle: a new one
+    older = CycleStart(NOON - timedelta(minutes=1), {0: 5})  # a cursor written before sessions were kept
+    first = spark_session_for([older], NOON)
+    cycles = [older, CycleStart(NOON, {0: 7}, first)]
+    assert spark_session_for(cycles, NOON + timedelta(seconds=30)) == first
+    after_pause = NOON + SPARK_SESSION_IDLE + timedelta(seconds=1)
+    assert spark_session_for(cycles, after_pause) != first
+    hourly = [CycleStart(NOON + timedelta(minutes=m), {0: m}, first) for m in range(0, 60, 5)]
+    assert spark_session_for(hourly, NOON + timedelta(minutes=59)) == first
+    assert spark_session_for(hourly, NOON + SPARK_SESSION_LIFETIME) != first  # at most an hour in one session
+
+    damaged = [*cycles[:1], CycleStart(NOON, {0: 7}, "not-a-session")]  # a hand-edited cursor
+    assert spark_session_for(damaged, NOON + timedelta(seconds=30)) != "not-a-session"
+
+    store = LiveStore(tmp_path)
+    store.write_cycle_starts(cycles)
+    assert store.cycle_starts() == cycles
+    landing = tmp_path / "landing"
+    plan = begin_cycle(
+        store, landing, "kip714-telemetry", NOON + timedelta(seconds=30), LiveSettings.from_env({})
+    )
+    assert plan.spark_session == first == store.cycle_starts()[-1].spark_session  # what the cycle runs in

@@ -101,6 +101,7 @@ class LiveDemo:
             history_root=str(scheduled.analytics),
             baseline_for=f"{int(SETTINGS.baseline_for.total_seconds())}s",
             chunks_from=plan.chunks_flag(),
+            connect_session=plan.spark_session,
         )
         self.spark.run_app("pipeline", args, self.log_dir / "live-cycles.log")
         detect(self.store, live, plan.end, datetime.now(UTC), f"demo-cycle-{number}", window_start=plan.start)
