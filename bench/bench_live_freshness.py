@@ -38,7 +38,9 @@ Figures:
   same server; a second such run over the first half of the pushes separates the run's fixed part,
   which the hourly DAG pays once an hour, from its per-push part, which scales with an hour's pushes);
 - CPU per cycle at the start of an almost empty hour against late in a full one, and their ratio;
-- ``--submit-cycle``: one more cycle with ``spark-submit --master local[2]`` instead of the server.
+- ``--submit-cycle``: one more cycle with ``spark-submit --master local[2]`` instead of the server;
+- ``--session-per-cycle``: each cycle in a server session of its own, as before live cycles shared one
+  (``--connect-session``), to measure what sharing it saves.
 
 ``--every-s`` paces the cycles as ``KIP714_LIVE_EVERY`` does (one begins every so many seconds, or at once
 after one that overran): the trade of freshness for CPU. Airflow's own scheduling delay is not in it.
@@ -300,6 +302,8 @@ class Live:
     server_pid: int
     log: Path
     cycles: list[Cycle] = field(default_factory=list)
+    session_per_cycle: bool = False
+    """Each cycle in a server session of its own (no ``--connect-session``), as before session 27."""
 
     @property
     def landing(self) -> Path:
@@ -337,7 +341,11 @@ class Live:
         start_offsets = next(c.next_offsets for c in reversed(store.cycle_starts()) if c.at == now)
         landed = land_topic(self.config, self.topic, self.landing, timeout_s=LANDING_TIMEOUT_S)
         args = self.pipeline_args(
-            plan.start, plan.end, plan.chunks_flag() or "", plan.steps_flag(), plan.spark_session
+            plan.start,
+            plan.end,
+            plan.chunks_flag() or "",
+            plan.steps_flag(),
+            None if self.session_per_cycle else plan.spark_session,
         )
         log_offset = self.log.stat().st_size if self.log.exists() else 0
         if submit:
@@ -669,7 +677,7 @@ def run(args: argparse.Namespace, work: Path) -> int:
         print(f"Spark Connect server {state.url} (pid {state.pid}) on local[2]", flush=True)
         live = Live(
             work / "root", cluster.client_config(), cluster.telemetry_topic, settings, state.url, state.pid,
-            work / "spark.log",
+            work / "spark.log", session_per_cycle=args.session_per_cycle,
         )  # fmt: skip
         if args.connect_dir is None:
             warm_server(live, work)
@@ -1028,6 +1036,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="a cycle every this many seconds, as KIP714_LIVE_EVERY (0: back to back, @continuous)",
     )
     parser.add_argument("--submit-cycle", action="store_true", help="one more cycle with spark-submit")
+    parser.add_argument(
+        "--session-per-cycle",
+        action="store_true",
+        help="each cycle in a Spark Connect session of its own (as before cycles shared one)",
+    )
     parser.add_argument("--keep", action="store_true", help="keep the work folder")
     parser.add_argument(
         "--connect-dir",

@@ -56,6 +56,18 @@ def _sessions_closed(server) -> int:  # type: ignore[no-untyped-def]
     return log.read_text(errors="replace").count("INFO SessionHolder: Closing session with")
 
 
+def _pipeline_on_connect(args: list[str], url: str) -> subprocess.CompletedProcess[str]:
+    """The pipeline run as the Airflow task runs it: a Connect client process, the URL in its environment."""
+    return subprocess.run(
+        connect_command("pipeline", args),
+        env={**os.environ, REMOTE_ENV: url},
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+
+
 def _answer_on_connect(script: str, *args: str) -> Any:
     """Run ``script`` as a Spark Connect client process (``spark_apps`` on its path); its last stdout line,
     parsed as JSON."""
@@ -83,14 +95,7 @@ def test_the_pipeline_on_a_connect_server_writes_what_a_classic_session_writes(
     pipeline.run(_argv(tmp_path / "classic", windows), spark)
 
     closed_before = _sessions_closed(spark_connect_server)
-    over_connect = subprocess.run(
-        connect_command("pipeline", _argv(tmp_path / "connect", windows)),
-        env={**os.environ, REMOTE_ENV: spark_connect_server.url},
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
+    over_connect = _pipeline_on_connect(_argv(tmp_path / "connect", windows), spark_connect_server.url)
     assert over_connect.returncode == 0, over_connect.stdout[-4000:] + over_connect.stderr[-4000:]
     assert '"app": "kip714-rollups"' in over_connect.stdout  # the apps' own summaries, as with spark-submit
     # the client released its session: a server keeps an unreleased one (cached tables, plans) for its
@@ -157,14 +162,7 @@ def test_a_client_whose_server_is_gone_gives_up_within_a_minute(
     nobody = f"sc://127.0.0.1:{free_ports(1)[0]}"
     began = time.monotonic()
     args = ["--input", str(FIXTURE), "--output", str(tmp_path / "out"), *WINDOW, *shared]
-    gone = subprocess.run(
-        connect_command("pipeline", args),
-        env={**os.environ, REMOTE_ENV: nobody},
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
+    gone = _pipeline_on_connect(args, nobody)
     waited = time.monotonic() - began
     assert gone.returncode != 0
     assert "RETRIES_EXCEEDED" in gone.stderr and "UNAVAILABLE" in gone.stderr  # it tried, then gave up
@@ -225,15 +223,8 @@ def test_live_cycles_share_one_server_session_so_the_code_compiled_for_one_serve
         """A live cycle's run into the live tables, each cycle the same; the classes it compiled."""
         compiled = _code_generated(spark_connect_server)
         args = ["--input", str(FIXTURE), "--output", str(tmp_path / "live"), *WINDOW]
-        args += ["--connect-session", shared]
-        ran = subprocess.run(
-            connect_command("pipeline", [*args, "--steps", "rollups,anomalies", "--rules", str(RULES)]),
-            env={**os.environ, REMOTE_ENV: spark_connect_server.url},
-            capture_output=True,
-            text=True,
-            timeout=600,
-            check=False,
-        )
+        args += ["--connect-session", shared, "--steps", "rollups,anomalies", "--rules", str(RULES)]
+        ran = _pipeline_on_connect(args, spark_connect_server.url)
         assert ran.returncode == 0, ran.stdout[-4000:] + ran.stderr[-4000:]
         return _code_generated(spark_connect_server) - compiled
 
@@ -273,16 +264,18 @@ def test_a_run_in_a_shared_session_starts_from_the_settings_the_session_began_wi
     def settings() -> dict[str, str | None]:
         return {key: spark.conf.get(key, None) for key in SMALL_INPUT_CONF}
 
+    before = settings()  # what earlier tests left on the shared fixture, put back at the end
+    spark.conf.unset("spark.sql.codegen.factoryMode")  # one setting unset: restored by unsetting
+    spark.conf.set("spark.sql.shuffle.partitions", "3")
     began = settings()
-    assert None in began.values()  # some of them unset: restored by unsetting
     try:
         begin_run(spark)  # the session's first run: it notes the settings the session began with
         assert tune_for_input(spark, 1024) is True and settings() == SMALL_INPUT_CONF != began
         begin_run(spark)  # the next run
-        assert settings() == began  # the session's own values (2 shuffle partitions here), not Spark's 200
+        assert settings() == began  # the session's own values (3 shuffle partitions here), not Spark's 200
     finally:
         spark.conf.unset(DEFAULTS_KEY)
-        for key, value in began.items():
+        for key, value in before.items():
             if value is None:
                 spark.conf.unset(key)
             else:
