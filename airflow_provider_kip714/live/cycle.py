@@ -56,7 +56,7 @@ closes a session idle for its timeout (15 minutes on ``kip714 local-spark-connec
 default) and refuses a closed id."""
 SPARK_SESSION_LIFETIME: Final = timedelta(hours=1)
 """Cycles move to a new Spark Connect session at least this often: what a session holds on the server (its
-plans, what a killed cycle cached) stays bounded, and an id the server closed (its idle timeout shorter than
+cached plans) stays bounded, and an id the server closed (its idle timeout shorter than
 ``SPARK_SESSION_IDLE``, or a release by hand) is replaced within the hour; until then each cycle falls back
 to a session of its own and compiles afresh. A restarted server simply opens a session of that id again."""
 

@@ -10,13 +10,14 @@ the session's analysed plans, keyed by the plan as the client sends it, ids incl
 plans from 0, so a later run's read of a table would find the plan an earlier run analysed, with the file
 listing of that time (the files a rewrite has since replaced: FAILED_READ_FILE, or rows missing). Each run
 therefore numbers its plans from a random offset of its own (``fresh_plan_ids``): the cache still serves
-the plans a run repeats (turning it off cost about 6 s of planning a cycle), never another run's. A run
-then resets what an earlier one may have left in the session (``begin_run``): executions still running (a
+the plans a run repeats (turning it off made a cycle dearer than a session of its own), never another
+run's; with a pyspark whose plan counter it cannot reach, the run takes a session of its own. A run then
+resets what an earlier one may have left in the session (``begin_run``): executions still running (a
 cycle killed mid-run) and the small-input settings (``tune_for_input`` sets them per run). Frames a killed
-run cached stay cached, as they did with a session per run until its idle timeout: Spark's
-``clearCache`` would drop every session's cache on the server, the hourly DAG's too. A run ends without
-releasing the session: a server refuses an id it has released. The caller picks when to move to a new id
-(``live.cycle``: after a pause, and every hour).
+run cached stay cached until memory pressure evicts them, as before: the cache manager is the server's,
+not the session's (``caching.py``), and Spark's ``clearCache`` would drop every session's cached frames,
+the hourly DAG's too. A run ends without releasing the session: a server refuses an id it has released.
+The caller picks when to move to a new id (``live.cycle``: after a pause, and every hour).
 """
 
 from __future__ import annotations
@@ -40,8 +41,6 @@ CLOSED_SESSION_ERROR: Final = "INVALID_HANDLE.SESSION_CLOSED"
 DEFAULTS_KEY: Final = "kip714.sharedSession.defaults"
 """Session setting holding, as JSON, the ``SMALL_INPUT_CONF`` keys' values the session began with (the
 server's): unsetting a key would fall back to Spark's built-in default instead (200 shuffle partitions)."""
-PLAN_CACHE_OFF: Final = {"spark.connect.session.planCache.enabled": "false"}
-"""What a run sets when it cannot number its plans apart from other runs' (``fresh_plan_ids``)."""
 PLAN_ID_SPACING: Final = 1 << 24
 """Plan ids one run may use before it could reach another run's; a cycle creates a few thousand."""
 
@@ -66,22 +65,26 @@ def session_url(url: str, session_id: str) -> str:
 
 def fresh_plan_ids() -> bool:
     """Number this process's Spark Connect plans from a random multiple of ``PLAN_ID_SPACING``, so no
-    other run's cached plan matches one of them; False if this pyspark keeps no such counter (then the
-    run turns the session's plan cache off instead)."""
+    other run's cached plan matches one of them; False if this pyspark keeps no such counter and lock
+    (then the run does not share a session)."""
     from pyspark.sql.connect.plan import LogicalPlan
 
-    if not isinstance(getattr(LogicalPlan, "_nextPlanId", None), int):
+    lock = getattr(LogicalPlan, "_lock", None)
+    if not isinstance(getattr(LogicalPlan, "_nextPlanId", None), int) or lock is None:
         return False
-    with LogicalPlan._lock:  # type: ignore[attr-defined]
+    with lock:
         LogicalPlan._nextPlanId = secrets.randbelow(1 << 38) * PLAN_ID_SPACING  # below 2^62: a proto int64
     return True
 
 
 def connect(url: str, session_id: str) -> SparkSession:
     """A client of the server session ``session_id`` whose plans no other run's cached plan matches, and
-    which its ``stop()`` does not release; a session of its own if the server has closed that one (it
-    warns: the run compiles its classes afresh)."""
-    apart = fresh_plan_ids()
+    which its ``stop()`` does not release; a session of its own (released at its end) if this pyspark
+    cannot number its plans apart, or if the server has closed that session (it warns: the run compiles
+    its classes afresh)."""
+    if not fresh_plan_ids():
+        log.warning("this pyspark's plans cannot be numbered apart from other runs': no shared session")
+        return _own_session(url)
     spark = SparkSession.builder.remote(session_url(url, session_id)).getOrCreate()
     spark.release_session_on_close = False  # type: ignore[attr-defined]
     bound_connect_retries(spark)  # before the first round trip: a dead server fails within half a minute
@@ -92,13 +95,14 @@ def connect(url: str, session_id: str) -> SparkSession:
             raise
         log.warning("Spark Connect session %s was closed by the server: this run uses a new one", session_id)
         spark.stop()  # not released (it is closed already); the process's default session is cleared
-        own = SparkSession.builder.remote(url).getOrCreate()
-        bound_connect_retries(own)
-        return own
-    if not apart:
-        log.warning("this pyspark numbers plans from 0 in every run: the shared session's plan cache is off")
-        for key, value in PLAN_CACHE_OFF.items():
-            spark.conf.set(key, value)
+        return _own_session(url)
+    return spark
+
+
+def _own_session(url: str) -> SparkSession:
+    """A session of the run's own, as without ``--connect-session``."""
+    spark = SparkSession.builder.remote(url).getOrCreate()
+    bound_connect_retries(spark)
     return spark
 
 

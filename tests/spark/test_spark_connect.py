@@ -251,9 +251,20 @@ def test_live_cycles_share_one_server_session_so_the_code_compiled_for_one_serve
     )  # the small input left its settings; the next run starts from the server's; then closed for good
     assert _answer_on_connect(check, spark_connect_server.url, session_id) == ["2", "4"]
     assert _sessions_closed(spark_connect_server) == closed + 1
+    # a pyspark whose plans cannot be numbered apart: the run takes a session of its own, not the shared one
+    apart_impossible = (
+        "import json, sys\n"
+        "import kip714_common.shared_session as shared\n"
+        "shared.fresh_plan_ids = lambda: False\n"
+        "spark = shared.connect(sys.argv[1], sys.argv[2])\n"
+        "print(json.dumps([spark.session_id == sys.argv[2], spark.range(3).count()]))\n"
+        "spark.stop()\n"
+    )
+    assert _answer_on_connect(apart_impossible, spark_connect_server.url, str(uuid.uuid4())) == [False, 3]
+    assert _sessions_closed(spark_connect_server) == closed + 2  # that own session was released
     # a closed id: the run warns and uses a session of its own (released at its end), and still writes
     assert cycle(session_id) > 0
-    assert _sessions_closed(spark_connect_server) == closed + 2
+    assert _sessions_closed(spark_connect_server) == closed + 3
     assert _rows(spark, tmp_path / "live" / "rollups") == written["rollups"]
 
 
