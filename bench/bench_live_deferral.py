@@ -141,7 +141,7 @@ def measure(airflow: LiveAirflow, dag_id: str, seconds: int, idle_rate: float) -
     api.unpause(dag_id)
     time.sleep(seconds)
     used, elapsed, ended_wall = airflow_cpu(airflow) - cpu, time.monotonic() - began, time.time()
-    api.request("PATCH", f"/api/v2/dags/{dag_id}", json={"is_paused": True})
+    api.pause(dag_id)
     runs = [run for run in api.dag_runs(dag_id) if run["dag_run_id"] not in known]
     if len(runs) >= 100:
         raise SystemExit(f"{dag_id}: {len(runs)} runs in one span, more than the run listing holds")

@@ -203,11 +203,10 @@ def session(remote: str | None, shared_id: str | None = None) -> SparkSession:
     remote = remote or os.environ.get("SPARK_REMOTE") or None
     if remote is None:
         return get_session(APP_NAME)
-    from kip714_common.session import bound_connect_retries, configure
+    from kip714_common.session import configure, remote_session
 
     if shared_id is None:
-        spark = SparkSession.builder.remote(remote).getOrCreate()
-        bound_connect_retries(spark)
+        spark = remote_session(remote)
     else:
         spark = connect_shared(remote, shared_id)
         begin_run(spark)

@@ -38,6 +38,14 @@ def get_session(app_name: str) -> SparkSession:
     return spark
 
 
+def remote_session(url: str) -> SparkSession:
+    """A Spark Connect session at ``url`` (``sc://...``) with ``CONNECT_RETRIES``, bounded before any round
+    trip."""
+    spark = SparkSession.builder.remote(url).getOrCreate()
+    bound_connect_retries(spark)
+    return spark
+
+
 def bound_connect_retries(spark: SparkSession) -> None:
     """``CONNECT_RETRIES`` on a Spark Connect session's client; a classic session has none (its
     ``client`` property raises)."""

@@ -29,7 +29,7 @@ from typing import Final
 
 from kip714_common.connect_session_id import is_session_id
 from kip714_common.errors import SparkAppInputError
-from kip714_common.session import SMALL_INPUT_CONF, bound_connect_retries
+from kip714_common.session import SMALL_INPUT_CONF, remote_session
 from pyspark.sql import SparkSession
 
 log = logging.getLogger(__name__)
@@ -84,10 +84,9 @@ def connect(url: str, session_id: str) -> SparkSession:
     its classes afresh)."""
     if not fresh_plan_ids():
         log.warning("this pyspark's plans cannot be numbered apart from other runs': no shared session")
-        return _own_session(url)
-    spark = SparkSession.builder.remote(session_url(url, session_id)).getOrCreate()
+        return remote_session(url)
+    spark = remote_session(session_url(url, session_id))  # a dead server fails within half a minute
     spark.release_session_on_close = False  # type: ignore[attr-defined]
-    bound_connect_retries(spark)  # before the first round trip: a dead server fails within half a minute
     try:
         spark.version  # noqa: B018 - the first round trip: a closed session id fails here
     except Exception as err:  # pyspark raises its gRPC errors under several classes
@@ -95,14 +94,7 @@ def connect(url: str, session_id: str) -> SparkSession:
             raise
         log.warning("Spark Connect session %s was closed by the server: this run uses a new one", session_id)
         spark.stop()  # not released (it is closed already); the process's default session is cleared
-        return _own_session(url)
-    return spark
-
-
-def _own_session(url: str) -> SparkSession:
-    """A session of the run's own, as without ``--connect-session``."""
-    spark = SparkSession.builder.remote(url).getOrCreate()
-    bound_connect_retries(spark)
+        return remote_session(url)
     return spark
 
 

@@ -148,6 +148,9 @@ class AirflowApi:
     def unpause(self, dag_id: str) -> None:
         self.request("PATCH", f"/api/v2/dags/{dag_id}", json={"is_paused": False})
 
+    def pause(self, dag_id: str) -> None:
+        self.request("PATCH", f"/api/v2/dags/{dag_id}", json={"is_paused": True})
+
     # --- runs ---------------------------------------------------------------------------------------
 
     def trigger(
