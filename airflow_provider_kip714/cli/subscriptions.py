@@ -30,8 +30,7 @@ from airflow_provider_kip714.subscriptions.kafka_python_config import (
 from airflow_provider_kip714.subscriptions.limits import MAX_WINDOW, format_limit
 from airflow_provider_kip714.subscriptions.model import (
     Subscription,
-    parse_interval_ms,
-    parse_match,
+    SubscriptionChange,
     validate_name,
 )
 from airflow_provider_kip714.subscriptions.window_name import (
@@ -238,15 +237,16 @@ def _run_alter(args: argparse.Namespace) -> int:
         raise SubscriptionValidationError("--block", "a blocking subscription has no metrics")
     # Validate pieces before connecting.
     _checked_name(args)
-    Subscription.from_spec(name=args.name, metrics=args.add_metrics)
-    Subscription.from_spec(name=args.name, metrics=args.remove_metrics)
+    match = _joined_match(args)
+    change = SubscriptionChange.of(
+        args.name,
+        add_metrics=args.add_metrics,
+        remove_metrics=args.remove_metrics,
+        interval_ms=args.interval,
+        match=match,
+    )
     if args.metrics is not None:
         Subscription.from_spec(name=args.name, metrics=args.metrics)
-    if args.interval is not None:
-        Subscription.from_spec(name=args.name, interval_ms=parse_interval_ms(args.interval))
-    match = _joined_match(args)
-    if match is not None:
-        parse_match(match)
     with _open_admin(args) as admin:
         current = admin.describe(args.name)
         if current is None:
@@ -262,7 +262,7 @@ def _run_alter(args: argparse.Namespace) -> int:
             admin.upsert(wanted)
             result = wanted
         else:
-            result = admin.alter(args.name, args.add_metrics, args.remove_metrics, args.interval, match)
+            result = admin.alter(change)
     _emit(args, result.to_json(), lambda: _describe_text(result))
     return 0
 

@@ -21,7 +21,12 @@ from airflow_provider_kip714.contract.selectors import MatchInput
 from airflow_provider_kip714.hooks.base import DEFAULT_CONN_ID, Kip714KafkaBaseHook
 from airflow_provider_kip714.subscriptions.admin import ClientMetricsAdmin, UpsertResult
 from airflow_provider_kip714.subscriptions.kafka_python_config import to_kafka_python_kwargs
-from airflow_provider_kip714.subscriptions.model import IntervalInput, MetricsInput, Subscription
+from airflow_provider_kip714.subscriptions.model import (
+    IntervalInput,
+    MetricsInput,
+    Subscription,
+    SubscriptionChange,
+)
 from airflow_provider_kip714.subscriptions.window_name import WindowName
 
 CONN_TYPE = "kafka_client_metrics"
@@ -84,7 +89,11 @@ class ClientMetricsHook(Kip714KafkaBaseHook):
         interval_ms: IntervalInput = None,
         match: MatchInput = None,
     ) -> Subscription:
-        return self.admin.alter(name, add_metrics, remove_metrics, interval_ms, match)
+        """Add/remove metric prefixes and optionally change interval or match; returns the new state."""
+        change = SubscriptionChange.of(
+            name, add_metrics=add_metrics, remove_metrics=remove_metrics, interval_ms=interval_ms, match=match
+        )
+        return self.admin.alter(change)
 
     def delete(self, name: str) -> bool:
         """Delete; False when it did not exist (not an error)."""

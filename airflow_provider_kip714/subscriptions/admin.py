@@ -18,7 +18,6 @@ import kafka.errors as kafka_errors
 from kafka.admin import AlterConfigOp, ConfigResource, ConfigResourceType, KafkaAdminClient
 
 from airflow_provider_kip714.clock import Clock, SystemClock
-from airflow_provider_kip714.contract.selectors import MatchInput
 from airflow_provider_kip714.exceptions import (
     ClientMetricsAdminError,
     ClusterUnreachableError,
@@ -30,11 +29,8 @@ from airflow_provider_kip714.subscriptions.model import (
     INTERVAL_KEY,
     MATCH_KEY,
     METRICS_KEY,
-    IntervalInput,
-    MetricsInput,
     Subscription,
-    parse_interval_ms,
-    parse_metrics,
+    SubscriptionChange,
 )
 from airflow_provider_kip714.subscriptions.tls_probe import refused_certificate
 from airflow_provider_kip714.subscriptions.window_name import (
@@ -293,29 +289,14 @@ class ClientMetricsAdmin:
         log.info("Subscription %s %s", subscription.name, outcome.value)
         return UpsertResult(subscription.name, outcome)
 
-    def alter(
-        self,
-        name: str,
-        add_metrics: MetricsInput = None,
-        remove_metrics: MetricsInput = None,
-        interval_ms: IntervalInput = None,
-        match: MatchInput = None,
-    ) -> Subscription:
-        """Add/remove metric prefixes and optionally change interval or match; returns the new state."""
+    def alter(self, change: SubscriptionChange) -> Subscription:
+        """Apply ``change`` to the subscription the broker holds; returns the new state."""
+        name = change.name
         current = self.describe(name)
         if current is None:
             raise ClientMetricsAdminError(f"cannot alter {name!r}: no such subscription on {self.target}")
-        added = parse_metrics(add_metrics)
-        removed = set(parse_metrics(remove_metrics))
-        metrics = tuple(prefix for prefix in current.metrics if prefix not in removed)
-        metrics += tuple(prefix for prefix in added if prefix not in metrics)
         # Validate the end state before writing anything.
-        wanted = Subscription(
-            name=name,
-            metrics=metrics,
-            interval_ms=current.interval_ms if interval_ms is None else parse_interval_ms(interval_ms),
-            match=current.match if match is None else Subscription.from_spec(name, match=match).match,
-        )
+        wanted = change.applied_to(current)
         # Kafka 4.4 refuses APPEND/SUBTRACT on CLIENT_METRICS ("Can't APPEND to key metrics because its
         # type is not LIST"), so the new list is computed here and SET, like kafka-client-metrics.sh does.
         configs: dict[str, tuple[AlterConfigOp, str | None]] = {}

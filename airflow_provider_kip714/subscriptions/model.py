@@ -299,3 +299,51 @@ class Subscription:
             "block": not self.metrics,
             "expires_at": self.expires_at.isoformat() if self.expires_at else None,
         }
+
+
+@dataclass(frozen=True)
+class SubscriptionChange:
+    """An alteration of one subscription, validated where it enters (``of``) and applied later to what
+    the broker holds (``applied_to``): prefixes added and removed, and a new interval or match if any."""
+
+    name: str
+    add_metrics: tuple[str, ...] = ()
+    remove_metrics: tuple[str, ...] = ()
+    interval_ms: int | None = None
+    match: tuple[MatchSelector, ...] | None = None
+
+    @classmethod
+    def of(
+        cls,
+        name: str,
+        *,
+        add_metrics: MetricsInput = None,
+        remove_metrics: MetricsInput = None,
+        interval_ms: IntervalInput = None,
+        match: MatchInput = None,
+    ) -> SubscriptionChange:
+        """From loose user input; each piece checked by ``Subscription``'s rules before anything connects."""
+        validate_name(name)
+        added = Subscription.from_spec(name, metrics=add_metrics).metrics
+        removed = Subscription.from_spec(name, metrics=remove_metrics).metrics
+        interval = Subscription.from_spec(name, interval_ms=interval_ms).interval_ms
+        selectors = Subscription.from_spec(name, match=match).match
+        return cls(
+            name,
+            added,
+            removed,
+            None if interval_ms is None else interval,
+            None if match is None else selectors,
+        )
+
+    def applied_to(self, current: Subscription) -> Subscription:
+        """The end state: ``current``'s prefixes less the removed, then the added ones not already there."""
+        removed = set(self.remove_metrics)
+        metrics = tuple(prefix for prefix in current.metrics if prefix not in removed)
+        metrics += tuple(prefix for prefix in self.add_metrics if prefix not in metrics)
+        return Subscription(
+            name=self.name,
+            metrics=metrics,
+            interval_ms=current.interval_ms if self.interval_ms is None else self.interval_ms,
+            match=current.match if self.match is None else self.match,
+        )

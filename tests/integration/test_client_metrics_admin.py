@@ -28,7 +28,7 @@ from airflow_provider_kip714.subscriptions.admin import (
     UpsertOutcome,
 )
 from airflow_provider_kip714.subscriptions.kafka_python_config import to_kafka_python_kwargs
-from airflow_provider_kip714.subscriptions.model import Subscription
+from airflow_provider_kip714.subscriptions.model import Subscription, SubscriptionChange
 from airflow_provider_kip714.subscriptions.window_name import format_window_name, parse_window_name
 from tests.support.cli import KIP714, REPO_ROOT, run_subscriptions_cli
 
@@ -51,10 +51,12 @@ def test_create_describe_list_alter_delete_round_trip(admin: ClientMetricsAdmin,
     assert described.to_configs() == wanted.to_configs()
 
     altered = admin.alter(
-        name,
-        add_metrics="org.apache.kafka.consumer.",
-        remove_metrics="org.apache.kafka.producer.",
-        interval_ms=2000,
+        SubscriptionChange.of(
+            name,
+            add_metrics="org.apache.kafka.consumer.",
+            remove_metrics="org.apache.kafka.producer.",
+            interval_ms=2000,
+        )
     )
     again = admin.describe(name)
     assert again is not None
@@ -62,7 +64,7 @@ def test_create_describe_list_alter_delete_round_trip(admin: ClientMetricsAdmin,
     assert again.interval_ms == 2000
     assert again.same_content(altered)
 
-    admin.alter(name, add_metrics="org.apache.kafka.producer.")
+    admin.alter(SubscriptionChange.of(name, add_metrics="org.apache.kafka.producer."))
     appended = admin.describe(name)
     assert appended is not None
     assert set(appended.metrics) == {"org.apache.kafka.consumer.", "org.apache.kafka.producer."}
@@ -92,7 +94,7 @@ def test_create_is_idempotent_and_updates_changed_content(
 
 def test_alter_of_missing_subscription_is_a_clear_error(admin: ClientMetricsAdmin) -> None:
     with pytest.raises(ClientMetricsAdminError, match="no such subscription"):
-        admin.alter(unique("missing"), add_metrics="a.")
+        admin.alter(SubscriptionChange.of(unique("missing"), add_metrics="a."))
 
 
 def test_broker_rejects_what_we_would_reject(admin: ClientMetricsAdmin) -> None:

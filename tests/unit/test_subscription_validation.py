@@ -8,7 +8,7 @@ import pytest
 
 from airflow_provider_kip714.contract.instance_id import to_kafka_form
 from airflow_provider_kip714.exceptions import SubscriptionValidationError
-from airflow_provider_kip714.subscriptions.model import MatchSelector, Subscription
+from airflow_provider_kip714.subscriptions.model import MatchSelector, Subscription, SubscriptionChange
 
 EXPIRY = datetime(2026, 11, 22, 8, 30, tzinfo=UTC)
 WINDOW = "kip714-orders-exp20261122T083000Z-0a1b2c3d"
@@ -152,3 +152,34 @@ def test_a_foreign_subscription_read_from_a_broker_is_kept_with_its_problem(conf
 def test_java_regex_syntax_is_left_to_the_broker() -> None:
     r"""``\p{L}`` is valid Java (the broker's engine) though Python's ``re`` refuses it."""
     assert Subscription.from_spec("p", match=r"client_id=\p{L}+").match[0].pattern == r"\p{L}+"
+
+
+def test_a_change_applies_removals_then_additions_and_keeps_what_it_does_not_name() -> None:
+    current = Subscription.from_spec("orders", metrics="a.,b.", interval_ms=5000, match="client_id=x")
+    change = SubscriptionChange.of("orders", add_metrics="c.,a.", remove_metrics="b.")
+    wanted = change.applied_to(current)
+    assert wanted.metrics == ("a.", "c.")
+    assert wanted.interval_ms == 5000 and wanted.match == current.match
+
+    retimed = SubscriptionChange.of("orders", interval_ms="1000", match="").applied_to(current)
+    assert retimed.metrics == current.metrics
+    assert retimed.interval_ms == 1000 and retimed.match == ()
+
+
+@pytest.mark.parametrize(
+    ("pieces", "field", "rule_fragment"),
+    [
+        ({"add_metrics": "a b."}, "metrics", "whitespace"),
+        ({"remove_metrics": "a.,a."}, "metrics", "duplicate"),
+        ({"interval_ms": "10"}, "interval.ms", "between"),
+        ({"interval_ms": True}, "interval.ms", "integer"),
+        ({"match": "nosuch=x"}, "match", ""),
+    ],
+)
+def test_a_change_is_refused_where_it_enters_naming_the_field(
+    pieces: dict, field: str, rule_fragment: str
+) -> None:
+    with pytest.raises(SubscriptionValidationError) as refused:
+        SubscriptionChange.of("orders", **pieces)
+    assert refused.value.field == field
+    assert rule_fragment in str(refused.value)
