@@ -22,6 +22,7 @@ from airflow_provider_kip714.exceptions import (
     ClusterUnreachableError,
     SubscriptionValidationError,
 )
+from airflow_provider_kip714.hooks.client_metrics import ClientMetricsHook
 from airflow_provider_kip714.subscriptions.admin import (
     DEFAULT_BOOTSTRAP_TIMEOUT_MS,
     ClientMetricsAdmin,
@@ -73,6 +74,21 @@ def test_create_describe_list_alter_delete_round_trip(admin: ClientMetricsAdmin,
     assert name not in admin.list_names()
     assert admin.describe(name) is None
     assert admin.delete(name) is False  # deleting a missing subscription is not an error
+
+
+def test_the_hook_alters_through_the_admin_with_its_keyword_api(
+    kafka_cluster: LocalKafkaCluster, admin: ClientMetricsAdmin, cleanup: list[str]
+) -> None:
+    name = unique("hookalter")
+    cleanup.append(name)
+    admin.upsert(Subscription.from_spec(name, metrics="a.", interval_ms=5000, match=nobody()))
+    with ClientMetricsHook(config=kafka_cluster.client_config()) as hook:
+        altered = hook.alter(name, add_metrics="b.", remove_metrics="a.", interval_ms="2000")
+        with pytest.raises(SubscriptionValidationError, match=r"interval\.ms"):
+            hook.alter(name, interval_ms=10)
+    described = admin.describe(name)
+    assert described is not None and described.same_content(altered)
+    assert described.metrics == ("b.",) and described.interval_ms == 2000
 
 
 def test_create_is_idempotent_and_updates_changed_content(
