@@ -105,7 +105,7 @@ from airflow_provider_kip714.live.cycle import (  # noqa: E402
     detect,
     window_rows,
 )
-from airflow_provider_kip714.live.settings import LiveSettings  # noqa: E402
+from airflow_provider_kip714.live.settings import LiveSettings, interval_problem  # noqa: E402
 from airflow_provider_kip714.spark.connect import REMOTE_ENV, connect_command  # noqa: E402
 from airflow_provider_kip714.spark.jobs import SPARK_CONF  # noqa: E402
 from airflow_provider_kip714.storage.data_root import RunArea, live_area  # noqa: E402
@@ -1070,6 +1070,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
             "--duration-s 30..1800, --breaches 0..20, --prefill-minutes 0..60, "
             "--prefill-interval-s 0.5..--interval-s, --late-s 0..3600, --late-cycles 1..20, --every-s 0..3600"
         )
+    pace = timedelta(seconds=args.every_s)
+    if args.every_s and (problem := interval_problem(pace, args.lookback, "--lookback")):
+        parser.error(f"--every-s: {problem}")
     if args.breaches and args.instances // args.processes < args.breaches + 3:
         parser.error("--breaches: every load process needs at least 3 peers per breaching instance")
     return args

@@ -37,7 +37,7 @@ from airflow_provider_kip714.findings.detect import current_findings, pushing_in
 from airflow_provider_kip714.findings.from_tables import TABLES
 from airflow_provider_kip714.findings.model import Finding
 from airflow_provider_kip714.findings.store import CycleStart, LiveStatus, LiveStore
-from airflow_provider_kip714.live.settings import LOOKBACK_ENV, LiveSettings
+from airflow_provider_kip714.live.settings import EVERY_ENV, LOOKBACK_ENV, LiveSettings
 from airflow_provider_kip714.storage.data_root import RunArea, StoragePath
 from airflow_provider_kip714.telemetry.landing_zone import LandingZone
 from spark_apps.kip714_common.connect_session_id import is_session_id, new_session_id
@@ -98,10 +98,13 @@ def begin_cycle(
         log.warning(
             "Live mode fell behind: the last cycle began at %s, more than the lookback (%s) ago, so the "
             "pushes from then until %s are in no live window (the hourly DAG still lands and analyses "
-            "them). Cycles take longer than the lookback: give the Spark server more cores, or raise %s.",
+            "them). Cycles take longer than the lookback, or begin further apart than it (%s): give the "
+            "Spark server more cores, shorten %s, or raise %s.",
             unanalysed[0].isoformat(),
             settings.lookback,
             unanalysed[1].isoformat(),
+            EVERY_ENV,
+            EVERY_ENV,
             LOOKBACK_ENV,
         )
     session = spark_session_for(cycles, now)

@@ -7,7 +7,7 @@
 | ``KIP714_LIVE_BASELINE_FOR`` | ``30s`` | how long a baseline breach must last to be an anomaly |
 | ``KIP714_LIVE_HISTORY`` | ``1h`` | own-baseline history, read from the hourly rollups table |
 | ``KIP714_UI_BASE_URL`` | unset | the API server's URL, for the link a finding carries |
-| ``KIP714_LIVE_EVERY`` | ``continuous`` | back to back, or one cycle per interval (``1m``; 10 s-1 h) |
+| ``KIP714_LIVE_EVERY`` | ``continuous`` | back to back, or a cycle per 10 s-1 h, 15 s under the lookback |
 | ``KIP714_LIVE_CAPABILITIES_EVERY`` | ``10m`` | how often a cycle refreshes capabilities (10 s-24 h) |
 
 The lookback bounds a cycle's work: each cycle reads the landing chunks of the last lookback (plus one
@@ -40,6 +40,12 @@ EVERY_ENV: Final = "KIP714_LIVE_EVERY"
 CAPABILITIES_EVERY_ENV: Final = "KIP714_LIVE_CAPABILITIES_EVERY"
 CONTINUOUS: Final = "continuous"
 _SECONDS_PER_HOUR: Final = 3600
+SCHEDULING_MARGIN: Final = timedelta(seconds=15)
+"""How much shorter than the lookback a paced interval (``KIP714_LIVE_EVERY``) must be. A cycle analyses
+``[now - lookback, now)`` and the last one's window ended when it began, so the windows meet only if cycles
+begin at most a lookback apart; Airflow starts a timed run's task some seconds after its interval ends,
+by an amount that varies from run to run. Measured: an interval equal to the lookback (1m and 1m) left a
+gap before every cycle (``docs/benchmarks.md``, session 28)."""
 
 
 @dataclass(frozen=True)
@@ -87,6 +93,8 @@ class LiveSettings:
             raise Kip714Error(f"{CAPABILITIES_EVERY_ENV}: must be at least 10s")
         if settings.lookback < 2 * settings.bucket:
             raise Kip714Error(f"{LOOKBACK_ENV}: must be at least two buckets ({BUCKET_ENV})")
+        if settings.every is not None and (problem := interval_problem(settings.every, settings.lookback)):
+            raise Kip714Error(f"{EVERY_ENV}: {problem}")
         return settings
 
     @property
@@ -97,6 +105,16 @@ class LiveSettings:
     @property
     def bucket_flag(self) -> str:
         return f"{int(self.bucket.total_seconds())}s"
+
+
+def interval_problem(every: timedelta, lookback: timedelta, lookback_name: str = LOOKBACK_ENV) -> str | None:
+    """Why one cycle per ``every`` would leave pushes in no live window with this ``lookback``, or None."""
+    if every + SCHEDULING_MARGIN <= lookback:
+        return None
+    return (
+        f"must be at least {SCHEDULING_MARGIN.total_seconds():g}s shorter than {lookback_name} ({lookback}), "
+        f"or pushes between cycles fall in no live window (got {every})"
+    )
 
 
 def _every(text: str) -> timedelta | None:

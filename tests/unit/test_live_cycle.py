@@ -154,6 +154,9 @@ def test_a_cycle_reads_new_chunks_of_every_partition_even_one_no_cycle_knew() ->
         ({"KIP714_LIVE_EVERY": "5s"}, "KIP714_LIVE_EVERY"),
         ({"KIP714_LIVE_EVERY": "often"}, "KIP714_LIVE_EVERY"),
         ({"KIP714_LIVE_EVERY": "2h"}, "KIP714_LIVE_EVERY"),
+        ({"KIP714_LIVE_EVERY": "1m", "KIP714_LIVE_LOOKBACK": "1m"}, "KIP714_LIVE_EVERY"),
+        ({"KIP714_LIVE_EVERY": "46s", "KIP714_LIVE_LOOKBACK": "1m"}, "KIP714_LIVE_EVERY"),
+        ({"KIP714_LIVE_EVERY": "5m"}, "KIP714_LIVE_EVERY"),
         ({"KIP714_LIVE_CAPABILITIES_EVERY": "1s"}, "KIP714_LIVE_CAPABILITIES_EVERY"),
         ({"KIP714_LIVE_CAPABILITIES_EVERY": "2d"}, "KIP714_LIVE_CAPABILITIES_EVERY"),
     ],
@@ -175,6 +178,9 @@ def test_live_mode_runs_back_to_back_or_once_per_interval() -> None:
     assert LiveSettings.from_env({}).schedule == "@continuous"
     assert LiveSettings.from_env({"KIP714_LIVE_EVERY": "continuous"}).schedule == "@continuous"
     assert LiveSettings.from_env({"KIP714_LIVE_EVERY": "1m"}).schedule == timedelta(minutes=1)
+    # the longest interval whose windows still meet the last cycle's, Airflow's start delay allowed for
+    paced = {"KIP714_LIVE_EVERY": "45s", "KIP714_LIVE_LOOKBACK": "1m"}
+    assert LiveSettings.from_env(paced).schedule == timedelta(seconds=45)
 
 
 def test_capabilities_are_refreshed_by_the_first_cycle_of_each_period_only() -> None:
