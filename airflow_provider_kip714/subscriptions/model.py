@@ -24,6 +24,7 @@ __all__ = [
     "SELECTORS",
     "MatchSelector",
     "Subscription",
+    "SubscriptionChange",
     "parse_match",
     "parse_metrics",
 ]  # selectors: re-exported
@@ -304,13 +305,37 @@ class Subscription:
 @dataclass(frozen=True)
 class SubscriptionChange:
     """An alteration of one subscription, validated where it enters (``of``) and applied later to what
-    the broker holds (``applied_to``): prefixes added and removed, and a new interval or match if any."""
+    the broker holds (``applied_to``): prefixes added and removed, and a new interval or match if any.
+
+    Added prefixes, the interval and the match follow ``Subscription``'s rules. A prefix to remove need
+    only be non-empty: removing one our rules would refuse is how a foreign subscription's is cleaned up.
+    """
 
     name: str
     add_metrics: tuple[str, ...] = ()
     remove_metrics: tuple[str, ...] = ()
     interval_ms: int | None = None
     match: tuple[MatchSelector, ...] | None = None
+
+    def __post_init__(self) -> None:
+        """Built directly (not through ``of``), the pieces must at least have their types: a string where
+        a tuple belongs would be taken apart character by character."""
+        validate_name(self.name)
+        for prefixes in (self.add_metrics, self.remove_metrics):
+            if not isinstance(prefixes, tuple) or not all(isinstance(p, str) and p for p in prefixes):
+                raise SubscriptionValidationError(
+                    "metrics", "must be a tuple of non-empty prefixes", prefixes
+                )
+        if self.interval_ms is not None and (
+            isinstance(self.interval_ms, bool) or not isinstance(self.interval_ms, int)
+        ):
+            raise SubscriptionValidationError(
+                "interval.ms", "must be an integer number of milliseconds", self.interval_ms
+            )
+        if self.match is not None and not (
+            isinstance(self.match, tuple) and all(isinstance(s, MatchSelector) for s in self.match)
+        ):
+            raise SubscriptionValidationError("match", "must be a tuple of selectors", self.match)
 
     @classmethod
     def of(
@@ -322,10 +347,12 @@ class SubscriptionChange:
         interval_ms: IntervalInput = None,
         match: MatchInput = None,
     ) -> SubscriptionChange:
-        """From loose user input; each piece checked by ``Subscription``'s rules before anything connects."""
+        """From loose user input, each piece checked before anything connects."""
         validate_name(name)
         added = Subscription.from_spec(name, metrics=add_metrics).metrics
-        removed = Subscription.from_spec(name, metrics=remove_metrics).metrics
+        removed = parse_metrics(remove_metrics)
+        if "" in removed:
+            raise SubscriptionValidationError("metrics", "a prefix to remove cannot be empty", remove_metrics)
         interval = Subscription.from_spec(name, interval_ms=interval_ms).interval_ms
         selectors = Subscription.from_spec(name, match=match).match
         return cls(
@@ -338,6 +365,8 @@ class SubscriptionChange:
 
     def applied_to(self, current: Subscription) -> Subscription:
         """The end state: ``current``'s prefixes less the removed, then the added ones not already there."""
+        if current.name != self.name:
+            raise SubscriptionValidationError("name", f"the change is for {self.name!r}", current.name)
         removed = set(self.remove_metrics)
         metrics = tuple(prefix for prefix in current.metrics if prefix not in removed)
         metrics += tuple(prefix for prefix in self.add_metrics if prefix not in metrics)

@@ -24,6 +24,22 @@ def test_the_admin_hook_keeps_one_client_until_closed() -> None:
     hook.close()  # closing twice is harmless
 
 
+def test_the_admin_hooks_alter_refuses_a_bad_piece_before_it_connects(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The change is validated where it enters: no client is made for a change that cannot be sent."""
+    from airflow_provider_kip714.exceptions import SubscriptionValidationError
+
+    def no_client() -> None:
+        raise AssertionError("the hook made a client for an invalid change")
+
+    with ClientMetricsHook(config=UNREACHABLE) as hook:
+        monkeypatch.setattr(hook, "_create_client", no_client)
+        with pytest.raises(SubscriptionValidationError) as refused:
+            hook.alter("orders", add_metrics="a b.")
+    assert refused.value.field == "metrics"
+
+
 def test_the_topic_hook_keeps_one_consumer_until_closed() -> None:
     with TelemetryTopicHook(config=UNREACHABLE) as hook:
         consumer = hook.get_conn()

@@ -92,7 +92,7 @@ CASES: list[tuple[list[str], str, list[str], str]] = [
     (["alter", *SERVER], "--name", SOME_NAMES, "--name"),
     (["alter", "--name", "n", *SERVER], "--interval", SOME_INTERVALS, "interval.ms"),
     (["alter", "--name", "n", *SERVER], "--add-metrics", METRICS[:3], "metrics"),
-    (["alter", "--name", "n", *SERVER], "--remove-metrics", METRICS[:3], "metrics"),
+    (["alter", "--name", "n", *SERVER], "--remove-metrics", [METRICS[0], METRICS[4]], "metrics"),
     (["alter", "--name", "n", *SERVER], "--metrics", METRICS[:3], "metrics"),
     (["alter", "--name", "n", *SERVER], "--match", MATCHES[:4], "match"),
     (["reap", *SERVER], "--dry-run", ["--json=x"], "error"),

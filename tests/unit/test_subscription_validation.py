@@ -170,16 +170,43 @@ def test_a_change_applies_removals_then_additions_and_keeps_what_it_does_not_nam
     ("pieces", "field", "rule_fragment"),
     [
         ({"add_metrics": "a b."}, "metrics", "whitespace"),
-        ({"remove_metrics": "a.,a."}, "metrics", "duplicate"),
+        ({"add_metrics": "a.,a."}, "metrics", "duplicate"),
+        ({"remove_metrics": "a.,,b."}, "metrics", "cannot be empty"),
         ({"interval_ms": "10"}, "interval.ms", "between"),
         ({"interval_ms": True}, "interval.ms", "integer"),
-        ({"match": "nosuch=x"}, "match", ""),
+        ({"match": "nosuch=x"}, "match", "unknown selector"),
     ],
 )
 def test_a_change_is_refused_where_it_enters_naming_the_field(
-    pieces: dict, field: str, rule_fragment: str
+    pieces: dict[str, object], field: str, rule_fragment: str
 ) -> None:
     with pytest.raises(SubscriptionValidationError) as refused:
-        SubscriptionChange.of("orders", **pieces)
+        SubscriptionChange.of("orders", **pieces)  # type: ignore[arg-type]
     assert refused.value.field == field
     assert rule_fragment in str(refused.value)
+
+
+def test_a_foreign_subscriptions_prefix_can_be_removed_though_our_rules_refuse_it_as_an_addition() -> None:
+    foreign = Subscription.from_configs("legacy", {"metrics": "*,a b.", "interval.ms": "5000", "match": ""})
+    assert foreign.problems  # kept as the broker has it
+    cleaned = SubscriptionChange.of("legacy", remove_metrics="a b.").applied_to(foreign)
+    assert cleaned.metrics == ("*",) and not cleaned.problems
+
+
+@pytest.mark.parametrize(
+    "pieces",
+    [
+        {"add_metrics": "ab."},  # a string where a tuple belongs: not taken apart into "a", "b", "."
+        {"remove_metrics": ("",)},
+        {"interval_ms": "1000"},
+        {"match": "client_id=x"},
+    ],
+)
+def test_a_change_built_directly_checks_its_types(pieces: dict[str, object]) -> None:
+    with pytest.raises(SubscriptionValidationError):
+        SubscriptionChange("orders", **pieces)  # type: ignore[arg-type]
+
+
+def test_a_change_applies_only_to_its_own_subscription() -> None:
+    with pytest.raises(SubscriptionValidationError, match="the change is for 'orders'"):
+        SubscriptionChange.of("orders", add_metrics="a.").applied_to(Subscription.from_spec("billing"))
