@@ -95,16 +95,16 @@ def begin_cycle(
         steps = (*steps, CAPABILITIES_STEP)
     unanalysed = skipped_span(last, now, settings.lookback)
     if unanalysed is not None:
+        paced = "" if settings.every is None else f", or begin further apart ({EVERY_ENV}={settings.every})"
         log.warning(
             "Live mode fell behind: the last cycle began at %s, more than the lookback (%s) ago, so the "
             "pushes from then until %s are in no live window (the hourly DAG still lands and analyses "
-            "them). Cycles take longer than the lookback, or begin further apart than it (%s): give the "
-            "Spark server more cores, shorten %s, or raise %s.",
+            "them). Cycles take longer than the lookback%s (or live mode was paused): give the Spark "
+            "server more cores, or raise %s.",
             unanalysed[0].isoformat(),
             settings.lookback,
             unanalysed[1].isoformat(),
-            EVERY_ENV,
-            EVERY_ENV,
+            paced,
             LOOKBACK_ENV,
         )
     session = spark_session_for(cycles, now)

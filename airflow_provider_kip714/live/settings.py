@@ -7,7 +7,7 @@
 | ``KIP714_LIVE_BASELINE_FOR`` | ``30s`` | how long a baseline breach must last to be an anomaly |
 | ``KIP714_LIVE_HISTORY`` | ``1h`` | own-baseline history, read from the hourly rollups table |
 | ``KIP714_UI_BASE_URL`` | unset | the API server's URL, for the link a finding carries |
-| ``KIP714_LIVE_EVERY`` | ``continuous`` | back to back, or a cycle per 10 s-1 h, 15 s under the lookback |
+| ``KIP714_LIVE_EVERY`` | ``continuous`` | back to back, or a cycle per 10 s up to the lookback less 15 s |
 | ``KIP714_LIVE_CAPABILITIES_EVERY`` | ``10m`` | how often a cycle refreshes capabilities (10 s-24 h) |
 
 The lookback bounds a cycle's work: each cycle reads the landing chunks of the last lookback (plus one
@@ -43,9 +43,11 @@ _SECONDS_PER_HOUR: Final = 3600
 SCHEDULING_MARGIN: Final = timedelta(seconds=15)
 """How much shorter than the lookback a paced interval (``KIP714_LIVE_EVERY``) must be. A cycle analyses
 ``[now - lookback, now)`` and the last one's window ended when it began, so the windows meet only if cycles
-begin at most a lookback apart; Airflow starts a timed run's task some seconds after its interval ends,
-by an amount that varies from run to run. Measured: an interval equal to the lookback (1m and 1m) left a
-gap before every cycle (``docs/benchmarks.md``, session 28)."""
+begin at most a lookback apart. An interval as long as the lookback never meets it: the bench's exactly
+paced 1m cycles with a 1m lookback each left a few milliseconds in no live window (docs/benchmarks.md,
+session 28). Airflow starts a timed run's task some seconds after its interval ends, by an amount that
+varies from run to run; 15 s is an allowance for that variation, not a measurement of it. Cycles must
+also finish within the interval: ``kip714_live`` runs one at a time, so a late one delays the next."""
 
 
 @dataclass(frozen=True)
@@ -112,9 +114,13 @@ def interval_problem(every: timedelta, lookback: timedelta, lookback_name: str =
     if every + SCHEDULING_MARGIN <= lookback:
         return None
     return (
-        f"must be at least {SCHEDULING_MARGIN.total_seconds():g}s shorter than {lookback_name} ({lookback}), "
-        f"or pushes between cycles fall in no live window (got {every})"
+        f"must be at least {_seconds(SCHEDULING_MARGIN)} shorter than {lookback_name} "
+        f"({_seconds(lookback)}), or pushes between cycles fall in no live window (got {_seconds(every)})"
     )
+
+
+def _seconds(duration: timedelta) -> str:
+    return f"{duration.total_seconds():g}s"
 
 
 def _every(text: str) -> timedelta | None:

@@ -170,6 +170,18 @@ def test_a_bad_live_setting_is_refused_naming_the_variable(environ: dict[str, st
     assert str(refused.value).startswith(named) and "\n" not in str(refused.value)
 
 
+def test_an_interval_as_long_as_the_lookback_is_refused_in_one_line_naming_both() -> None:
+    from airflow_provider_kip714.exceptions import Kip714Error
+    from airflow_provider_kip714.live.settings import LiveSettings
+
+    with pytest.raises(Kip714Error) as refused:
+        LiveSettings.from_env({"KIP714_LIVE_EVERY": "1m", "KIP714_LIVE_LOOKBACK": "1m"})
+    assert str(refused.value) == (
+        "KIP714_LIVE_EVERY: must be at least 15s shorter than KIP714_LIVE_LOOKBACK (60s), "
+        "or pushes between cycles fall in no live window (got 60s)"
+    )
+
+
 def test_live_mode_runs_back_to_back_or_once_per_interval() -> None:
     from datetime import timedelta
 
