@@ -37,7 +37,7 @@ from airflow_provider_kip714.findings.detect import current_findings, pushing_in
 from airflow_provider_kip714.findings.from_tables import TABLES
 from airflow_provider_kip714.findings.model import Finding
 from airflow_provider_kip714.findings.store import CycleStart, LiveStatus, LiveStore
-from airflow_provider_kip714.live.settings import EVERY_ENV, LOOKBACK_ENV, LiveSettings
+from airflow_provider_kip714.live.settings import EVERY_ENV, LOOKBACK_ENV, LiveSettings, seconds_text
 from airflow_provider_kip714.storage.data_root import RunArea, StoragePath
 from airflow_provider_kip714.telemetry.landing_zone import LandingZone
 from spark_apps.kip714_common.connect_session_id import is_session_id, new_session_id
@@ -95,23 +95,27 @@ def begin_cycle(
         steps = (*steps, CAPABILITIES_STEP)
     unanalysed = skipped_span(last, now, settings.lookback)
     if unanalysed is not None:
-        paced = "" if settings.every is None else f", or begin further apart ({EVERY_ENV}={settings.every})"
-        log.warning(
-            "Live mode fell behind: the last cycle began at %s, more than the lookback (%s) ago, so the "
-            "pushes from then until %s are in no live window (the hourly DAG still lands and analyses "
-            "them). Cycles take longer than the lookback%s (or live mode was paused): give the Spark "
-            "server more cores, or raise %s.",
-            unanalysed[0].isoformat(),
-            settings.lookback,
-            unanalysed[1].isoformat(),
-            paced,
-            LOOKBACK_ENV,
-        )
+        log.warning("%s", fell_behind_message(unanalysed, settings))
     session = spark_session_for(cycles, now)
     cycles.append(CycleStart(now, landed, session))
     store.write_cycle_starts(cycles)
     start = now - settings.lookback
     return CyclePlan(start, now, chunks_from(cycles, start - CLOCK_SLACK), session, steps)
+
+
+def fell_behind_message(span: tuple[datetime, datetime], settings: LiveSettings) -> str:
+    """The warning for pushes no live window covers (``skipped_span``), with what to change."""
+    why = "cycles take longer than the lookback"
+    fixes = f"give the Spark server more cores, or raise {LOOKBACK_ENV}"
+    if settings.every is not None:
+        why += f" or begin further apart than it ({EVERY_ENV}={seconds_text(settings.every)})"
+        fixes = f"give the Spark server more cores, shorten {EVERY_ENV}, or raise {LOOKBACK_ENV}"
+    return (
+        f"Live mode fell behind: the last cycle began at {span[0].isoformat()}, more than the lookback "
+        f"({seconds_text(settings.lookback)}) ago, so the pushes from then until {span[1].isoformat()} are "
+        f"in no live window (the hourly DAG still lands and analyses them). Either {why}, or live mode "
+        f"was paused: {fixes}."
+    )
 
 
 def spark_session_for(cycles: list[CycleStart], now: datetime) -> str:

@@ -7,7 +7,7 @@
 | ``KIP714_LIVE_BASELINE_FOR`` | ``30s`` | how long a baseline breach must last to be an anomaly |
 | ``KIP714_LIVE_HISTORY`` | ``1h`` | own-baseline history, read from the hourly rollups table |
 | ``KIP714_UI_BASE_URL`` | unset | the API server's URL, for the link a finding carries |
-| ``KIP714_LIVE_EVERY`` | ``continuous`` | back to back, or a cycle per 10 s up to the lookback less 15 s |
+| ``KIP714_LIVE_EVERY`` | ``continuous`` | back to back, or one cycle per interval: 10 s to lookback - 15 s |
 | ``KIP714_LIVE_CAPABILITIES_EVERY`` | ``10m`` | how often a cycle refreshes capabilities (10 s-24 h) |
 
 The lookback bounds a cycle's work: each cycle reads the landing chunks of the last lookback (plus one
@@ -114,12 +114,14 @@ def interval_problem(every: timedelta, lookback: timedelta, lookback_name: str =
     if every + SCHEDULING_MARGIN <= lookback:
         return None
     return (
-        f"must be at least {_seconds(SCHEDULING_MARGIN)} shorter than {lookback_name} "
-        f"({_seconds(lookback)}), or pushes between cycles fall in no live window (got {_seconds(every)})"
+        f"must be at least {seconds_text(SCHEDULING_MARGIN)} shorter than {lookback_name} "
+        f"({seconds_text(lookback)}), or pushes between cycles fall in no live window "
+        f"(got {seconds_text(every)})"
     )
 
 
-def _seconds(duration: timedelta) -> str:
+def seconds_text(duration: timedelta) -> str:
+    """A duration as the settings take it, in seconds (``90s``), for messages."""
     return f"{duration.total_seconds():g}s"
 
 

@@ -244,3 +244,17 @@ def test_cycles_share_a_spark_session_until_a_pause_or_an_hour(tmp_path: Path) -
         store, landing, "kip714-telemetry", NOON + timedelta(seconds=30), LiveSettings.from_env({})
     )
     assert plan.spark_session == first == store.cycle_starts()[-1].spark_session  # what the cycle runs in
+
+
+def test_the_fell_behind_warning_names_the_interval_only_when_cycles_are_paced() -> None:
+    from airflow_provider_kip714.live.cycle import fell_behind_message
+    from airflow_provider_kip714.live.settings import LiveSettings
+
+    at = datetime(2026, 12, 7, 20, 7, 37, tzinfo=UTC)
+    span = (at, at + timedelta(seconds=2))
+    back_to_back = fell_behind_message(span, LiveSettings(lookback=timedelta(minutes=3)))
+    assert "KIP714_LIVE_EVERY" not in back_to_back and "(180s) ago" in back_to_back
+    assert back_to_back.endswith("give the Spark server more cores, or raise KIP714_LIVE_LOOKBACK.")
+    paced = fell_behind_message(span, LiveSettings(lookback=timedelta(minutes=3), every=timedelta(minutes=1)))
+    assert "begin further apart than it (KIP714_LIVE_EVERY=60s)" in paced
+    assert "shorten KIP714_LIVE_EVERY" in paced and "\n" not in paced
