@@ -44,7 +44,7 @@ SCHEDULING_MARGIN: Final = timedelta(seconds=15)
 """How much shorter than the lookback a paced interval (``KIP714_LIVE_EVERY``) must be. A cycle analyses
 ``[now - lookback, now)`` and the last one's window ended when it began, so the windows meet only if cycles
 begin at most a lookback apart. An interval as long as the lookback never meets it: the bench's exactly
-paced 1m cycles with a 1m lookback each left a few milliseconds in no live window (docs/benchmarks.md,
+paced 1m cycles with a 1m lookback each left under a millisecond in no live window (docs/benchmarks.md,
 session 28). Airflow starts a timed run's task some seconds after its interval ends, by an amount that
 varies from run to run; 15 s is an allowance for that variation, not a measurement of it. Cycles must
 also finish within the interval: ``kip714_live`` runs one at a time, so a late one delays the next."""
