@@ -347,8 +347,7 @@ class SubscriptionChange:
         interval_ms: IntervalInput = None,
         match: MatchInput = None,
     ) -> SubscriptionChange:
-        """From loose user input, each piece checked before anything connects."""
-        validate_name(name)
+        """From loose user input, each piece checked before anything connects (the name with the first)."""
         added = Subscription.from_spec(name, metrics=add_metrics).metrics
         removed = parse_metrics(remove_metrics)
         if "" in removed:
