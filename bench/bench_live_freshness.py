@@ -108,7 +108,7 @@ from airflow_provider_kip714.live.cycle import (  # noqa: E402
 from airflow_provider_kip714.live.settings import LiveSettings, interval_problem  # noqa: E402
 from airflow_provider_kip714.spark.connect import REMOTE_ENV, connect_command  # noqa: E402
 from airflow_provider_kip714.spark.jobs import SPARK_CONF  # noqa: E402
-from airflow_provider_kip714.storage.data_root import RunArea, live_area  # noqa: E402
+from airflow_provider_kip714.storage.data_root import RunArea, live_area, scheduled_area  # noqa: E402
 from airflow_provider_kip714.subscriptions.admin import ClientMetricsAdmin  # noqa: E402
 from airflow_provider_kip714.subscriptions.duration import parse_duration  # noqa: E402
 from airflow_provider_kip714.subscriptions.kafka_python_config import to_kafka_python_kwargs  # noqa: E402
@@ -314,7 +314,13 @@ class Live:
         return live_area(self.root)
 
     def pipeline_args(
-        self, start: datetime, end: datetime, chunks_from: str, steps: str, spark_session: str | None = None
+        self,
+        start: datetime,
+        end: datetime,
+        chunks_from: str,
+        steps: str,
+        spark_session: str | None = None,
+        history_end: str | None = None,
     ) -> list[str]:
         """The ``kip714_live`` DAG's ``analyse`` arguments."""
         return application_args(
@@ -325,7 +331,8 @@ class Live:
             self.settings.bucket_flag,
             rules=str(DEFAULT_RULES),
             history=f"{int(self.settings.history.total_seconds())}s",
-            history_root=str(self.root / "analytics"),
+            history_root=str(scheduled_area(self.root).analytics),
+            history_end=history_end,
             baseline_for=f"{int(self.settings.baseline_for.total_seconds())}s",
             chunks_from=chunks_from,
             steps=steps,
@@ -337,7 +344,7 @@ class Live:
         store = LiveStore(self.root)
         wall0, cpu0, server0 = time.time(), time.process_time(), process_cpu(self.server_pid)
         now = datetime.now(UTC)
-        plan = begin_cycle(store, self.landing, self.topic, now, self.settings)
+        plan = begin_cycle(store, self.landing, self.topic, now, self.settings, scheduled_area(self.root))
         start_offsets = next(c.next_offsets for c in reversed(store.cycle_starts()) if c.at == now)
         landed = land_topic(self.config, self.topic, self.landing, timeout_s=LANDING_TIMEOUT_S)
         args = self.pipeline_args(
@@ -346,6 +353,7 @@ class Live:
             plan.chunks_flag() or "",
             plan.steps_flag(),
             None if self.session_per_cycle else plan.spark_session,
+            plan.history_end_flag(),
         )
         log_offset = self.log.stat().st_size if self.log.exists() else 0
         if submit:

@@ -69,7 +69,9 @@ with DAG(
         from airflow_provider_kip714.hooks.telemetry_topic import TelemetryTopicHook
 
         hook = TelemetryTopicHook(kafka_config_id=scheduled_kafka_conn_id())
-        plan = begin_cycle(LiveStore(), SCHEDULED.landing, hook.topic, datetime.now(UTC), SETTINGS)
+        plan = begin_cycle(
+            LiveStore(), SCHEDULED.landing, hook.topic, datetime.now(UTC), SETTINGS, hourly=SCHEDULED
+        )
         # the hourly DAG lands into the same zone: wait for its run rather than fail
         result = hook.land(str(SCHEDULED.landing), timeout_s=LANDING_TIMEOUT_S, lease_wait_s=LEASE_WAIT_S)
         print(
@@ -84,6 +86,7 @@ with DAG(
             "chunks_from": plan.chunks_flag() or "",
             "steps": plan.steps_flag(),
             "spark_session": plan.spark_session,
+            "history_end": plan.history_end_flag() or "",
         }
 
     landed = land_new()
@@ -100,6 +103,9 @@ with DAG(
             "rules": str(DEFAULT_RULES),
             "history": f"{int(SETTINGS.history.total_seconds())}s",
             "history_root": str(SCHEDULED.analytics),
+            # own baselines learn from the last whole hour the hourly table holds (a plan from before
+            # this flag has none: the history then ends at the window's start)
+            "history_end": "{{ " + PLAN + ".get('history_end', '') }}",
             "baseline_for": f"{int(SETTINGS.baseline_for.total_seconds())}s",
             "chunks_from": "{{ " + PLAN + "['chunks_from'] }}",
             "steps": "{{ " + PLAN + "['steps'] }}",

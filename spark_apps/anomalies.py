@@ -108,7 +108,7 @@ def own_baselines(spark: SparkSession, args: AnomalyArgs) -> DataFrame | None:
     if not args.baselines:
         return None
     common, interval = args.common, args.common.interval
-    history = Interval(interval.start - args.history, interval.start, interval.bucket_seconds)
+    history = Interval(*args.history_span, interval.bucket_seconds)
     if args.history_root is not None:
         history_rows = history_table_rows(spark, args.history_root, history)
     else:

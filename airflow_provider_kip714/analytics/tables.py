@@ -8,6 +8,8 @@ it reads as an empty frame and the caller says so.
 
 from __future__ import annotations
 
+import re
+from datetime import datetime, timedelta
 from typing import Final
 
 import numpy as np
@@ -23,6 +25,7 @@ from airflow_provider_kip714.storage.data_root import ANALYTICS_TABLES, RunArea,
 TABLES = (*ANALYTICS_TABLES, "broker_client_metrics", "delivery", "convergence", "capabilities")
 MAP_COLUMNS = ("attributes", "resource_attributes")
 _PARTITIONING = ds.partitioning(pa.schema([("date", pa.string()), ("hour", pa.int32())]), flavor="hive")
+_HOUR_FOLDER = re.compile(r"hour=(\d{1,2})")
 
 
 def table_path(area: RunArea, table: str) -> StoragePath:
@@ -41,6 +44,39 @@ def _dataset(area: RunArea, table: str) -> ds.Dataset | None:
         where, filesystem=filesystem, format="parquet", partitioning=_PARTITIONING, ignore_prefixes=[".", "_"]
     )
     return dataset if dataset.files else None
+
+
+def last_hour_held(area: RunArea, table: str, ends_after: datetime, ends_by: datetime) -> datetime | None:
+    """The end of the latest hour partition of ``table`` holding a data file whose hour ends in
+    ``(ends_after, ends_by]``; None when none does.
+
+    Lists the ``date=`` folders the candidate hours fall in (one listing each, no file read): cheap enough
+    for every live cycle, on a local disk or an object store."""
+    filesystem, where = arrow_location(table_path(area, table))
+    end = ends_by.replace(minute=0, second=0, microsecond=0)
+    held_by_date: dict[str, set[int]] = {}
+    while end > ends_after:
+        hour = end - timedelta(hours=1)
+        date = hour.strftime("%Y-%m-%d")
+        if date not in held_by_date:
+            held_by_date[date] = _hours_with_files(filesystem, f"{where}/date={date}")
+        if hour.hour in held_by_date[date]:
+            return end
+        end = hour
+    return None
+
+
+def _hours_with_files(filesystem: pafs.FileSystem, date_folder: str) -> set[int]:
+    """The ``hour=`` partitions of one ``date=`` folder that hold a visible file (Spark's own rule)."""
+    listed = filesystem.get_file_info(pafs.FileSelector(date_folder, allow_not_found=True, recursive=True))
+    held: set[int] = set()
+    for info in listed:
+        if info.type != pafs.FileType.File or info.base_name.startswith((".", "_")):
+            continue
+        found = _HOUR_FOLDER.search(info.path[len(date_folder) :])
+        if found is not None:
+            held.add(int(found.group(1)))
+    return held
 
 
 # What makes two anomaly rows the same breach of the same series (learned thresholds may differ by run).

@@ -31,7 +31,7 @@ from typing import Final
 
 import pandas as pd
 
-from airflow_provider_kip714.analytics.tables import read_table
+from airflow_provider_kip714.analytics.tables import last_hour_held, read_table
 from airflow_provider_kip714.contract.client_text import printable
 from airflow_provider_kip714.findings.detect import current_findings, pushing_instances, transitions
 from airflow_provider_kip714.findings.from_tables import TABLES
@@ -50,6 +50,9 @@ CAPABILITIES_STEP: Final = "capabilities"
 CLOCK_SLACK: Final = timedelta(minutes=1)
 """Clients' clocks and the broker's may differ: chunks are taken from a little before the window."""
 KEPT_CYCLES: Final = timedelta(hours=2)
+HOURLY_LAG: Final = timedelta(hours=1)
+"""How long after an hour ends the hourly DAG may still be landing and analysing it: own baselines look
+this much further back for the last hour the hourly rollups table holds."""
 SPARK_SESSION_IDLE: Final = timedelta(minutes=10)
 """A cycle beginning longer than this after the last one moves to a new Spark Connect session: a server
 closes a session idle for its timeout (15 minutes on ``kip714 local-spark-connect``, an hour by Spark's
@@ -72,10 +75,17 @@ class CyclePlan:
     spark_session: str
     """The Spark Connect server session the analysis runs in (the pipeline's ``--connect-session``)."""
     steps: tuple[str, ...] = (*ANALYSIS_STEPS, CAPABILITIES_STEP)
+    history_end: datetime | None = None
+    """Where own baselines' history ends (the pipeline's ``--history-end``): the end of the last hour the
+    hourly rollups table holds; None: at the window's start."""
 
     def steps_flag(self) -> str:
         """The pipeline's ``--steps``."""
         return ",".join(self.steps)
+
+    def history_end_flag(self) -> str | None:
+        """The pipeline's ``--history-end``."""
+        return None if self.history_end is None else self.history_end.isoformat()
 
     def chunks_flag(self) -> str | None:
         if self.chunks_from is None:
@@ -84,9 +94,16 @@ class CyclePlan:
 
 
 def begin_cycle(
-    store: LiveStore, landing_zone: StoragePath, topic: str, now: datetime, settings: LiveSettings
+    store: LiveStore,
+    landing_zone: StoragePath,
+    topic: str,
+    now: datetime,
+    settings: LiveSettings,
+    hourly: RunArea | None = None,
 ) -> CyclePlan:
-    """Record where this cycle's landing starts, and plan the analysis of ``[now - lookback, now)``."""
+    """Record where this cycle's landing starts, and plan the analysis of ``[now - lookback, now)``.
+
+    ``hourly``: the area of the hourly tables own baselines learn from (``baseline_history_end``)."""
     landed = LandingZone(landing_zone, topic).landed_next_offsets()
     cycles = [cycle for cycle in store.cycle_starts() if cycle.at >= now - KEPT_CYCLES]
     last = max((cycle.at for cycle in cycles), default=None)
@@ -100,7 +117,30 @@ def begin_cycle(
     cycles.append(CycleStart(now, landed, session))
     store.write_cycle_starts(cycles)
     start = now - settings.lookback
-    return CyclePlan(start, now, chunks_from(cycles, start - CLOCK_SLACK), session, steps)
+    history_end = None if hourly is None else baseline_history_end(hourly, start)
+    return CyclePlan(start, now, chunks_from(cycles, start - CLOCK_SLACK), session, steps, history_end)
+
+
+def baseline_history_end(hourly: RunArea, start: datetime) -> datetime | None:
+    """Where own baselines' history ends for a window beginning at ``start``: the end of the last hour the
+    hourly rollups table holds, at or before ``start`` and at most ``HOURLY_LAG`` before the hour ``start``
+    falls in. None (the history then ends at ``start``) when it holds neither.
+
+    Ending the history at ``start`` learned from what the hourly table holds of ``[start - history,
+    start)``, and it holds no minute of the current hour: at minute 55 a one-hour history was the last 5
+    minutes of the hour before (a client group of one instance: 5 rows, under the 10 a baseline needs,
+    ``--min-history-buckets``), and from the hour's start until the hourly DAG had written the hour
+    before, it was empty: no own baselines at all."""
+    current_hour = start.replace(minute=0, second=0, microsecond=0)
+    held = last_hour_held(hourly, "rollups", current_hour - HOURLY_LAG - timedelta(hours=1), start)
+    if held is None:
+        log.info(
+            "Own baselines: the hourly rollups table holds no hour ending between %s and %s; they learn from "
+            "what it holds before the window",
+            (current_hour - HOURLY_LAG).isoformat(),
+            start.isoformat(),
+        )
+    return held
 
 
 def fell_behind_message(span: tuple[datetime, datetime], settings: LiveSettings) -> str:

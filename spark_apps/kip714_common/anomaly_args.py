@@ -5,11 +5,11 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from kip714_common.baselines import PEER_KINDS, BaselineSettings, PeerSettings
 from kip714_common.breaches import DEFAULT_MAX_GAP_BUCKETS
-from kip714_common.cli import CommonArgs, base_parser, parse_common, parse_duration_seconds
+from kip714_common.cli import CommonArgs, base_parser, parse_common, parse_duration_seconds, parse_instant
 from kip714_common.errors import SparkAppInputError
 from kip714_common.identity import DEFAULT_CLIENT_GROUP_BY
 from kip714_common.rules import MAX_FOR_SECONDS, StaticRule, load_rules
@@ -36,6 +36,15 @@ class AnomalyArgs:
     history_root: str | None = None
     """Learn own baselines from this analytics root's rollups table only (live mode: the hourly tables),
     never rolling history up from the landing zone."""
+    history_end: datetime | None = None
+    """Where the baseline history ends (at or before ``--start``); None: at ``--start``. Live mode ends it
+    with the last hour the hourly table holds, so each cycle learns from a whole ``--history``."""
+
+    @property
+    def history_span(self) -> tuple[datetime, datetime]:
+        """``[end - history, end)``: the buckets own baselines learn from."""
+        end = self.common.interval.start if self.history_end is None else self.history_end
+        return end - self.history, end
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -47,6 +56,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--history-root",
         default=None,
         help="analytics root whose rollups/ hold the baseline history (default: --output, then landing)",
+    )
+    parser.add_argument(
+        "--history-end",
+        default=None,
+        help="end the baseline history here, at or before --start, ISO-8601 (default and empty: --start)",
     )
     parser.add_argument(
         "--group-by", default=",".join(DEFAULT_CLIENT_GROUP_BY), help="client group columns (own baselines)"
@@ -115,6 +129,7 @@ def parse_anomaly_args(argv: Sequence[str] | None) -> AnomalyArgs:
         baselines=not namespace.no_baselines,
         peers=_peer_settings(namespace),
         history_root=_history_root(namespace.history_root),
+        history_end=_history_end(namespace.history_end, common),
     )
 
 
@@ -124,6 +139,17 @@ def _history_root(text: str | None) -> str | None:
     if not text.strip():
         raise SparkAppInputError("--history-root", "must be a non-empty path or URI", text)
     return text.rstrip("/")
+
+
+def _history_end(text: str | None, common: CommonArgs) -> datetime | None:
+    """``--history-end``: empty is absent (a template with no value); never after ``--start``, or the
+    baselines would learn from the window they judge."""
+    if text is None or not text.strip():
+        return None
+    end = parse_instant("--history-end", text)
+    if end > common.interval.start:
+        raise SparkAppInputError("--history-end", "must be at or before --start", text)
+    return end
 
 
 def _settings(namespace: argparse.Namespace) -> BaselineSettings:

@@ -6,10 +6,12 @@ import json
 from pathlib import Path
 
 import anomalies
+import numpy as np
 import pytest
 import rollups
 
 from tests.spark import scenarios
+from tests.support.synthetic_landing import LIBRDKAFKA, LandingWriter, make_client, series_table
 
 pytestmark = pytest.mark.spark
 RULES = Path(__file__).resolve().parents[2] / "spark_apps" / "rules" / "default_rules.json"
@@ -162,3 +164,52 @@ def test_every_static_rule_a_rollup_row_matches_judges_it(spark, tmp_path):
     assert (by_rule["queue-any"]["field"], by_rule["queue-orders"]["field"]) == ("max", "avg")
     assert by_rule["queue-orders"]["threshold"] == 7000
     assert by_rule["queue-any"]["duration_seconds"] == by_rule["queue-orders"]["duration_seconds"] == 300
+
+
+def test_a_late_live_window_learns_own_baselines_from_the_hourly_tables_last_whole_hour(spark, tmp_path):
+    """Live mode judges 14:51-15:00 with a one-hour history from the hourly table, which holds 13:00-14:00.
+
+    Ending the history at the window's start left 9 of its buckets (13:51-13:59): a client group of one
+    instance had fewer rows than a baseline needs (10), and the spike went unseen by own baselines.
+    ``--history-end`` 14:00 learns from the whole hour.
+    """
+    rng = np.random.default_rng(3)
+    writer = LandingWriter(str(tmp_path / "landing"))
+    # one instance per client group (software and client id): its history is one row per bucket
+    spiking = make_client(1, LIBRDKAFKA, client_id="orders-producer")
+    steady = make_client(2, LIBRDKAFKA, client_id="billing-producer")
+    times = scenarios.push_times(scenarios.DAY.replace(hour=13), scenarios.DAY.replace(hour=15))
+    for client in (spiking, steady):
+        values = 100 + rng.normal(0, 5, size=times.shape)
+        if client is spiking:
+            values[times >= scenarios.ns(scenarios.DAY.replace(hour=14, minute=52))] = 8000.0
+        table = series_table(
+            [client], scenarios.QUEUE_TIME_MAX, "gauge", None, {}, times[None, :], values[None, :]
+        )
+        writer.write(table)
+    landing = ["--input", str(tmp_path / "landing"), "--bucket", "1m"]
+    hourly = str(tmp_path / "hourly")
+    rollups.run(
+        [*landing, "--output", hourly, "--start", "2026-01-31T13:00:00Z", "--end", "2026-01-31T14:00:00Z"],
+        spark,
+    )
+    window = ["--start", "2026-01-31T14:51:00Z", "--end", "2026-01-31T15:00:00Z"]
+
+    def live_cycle(output: Path, *history_end: str) -> tuple[list, list]:  # type: ignore[type-arg]
+        rollups.run([*landing, "--output", str(output), *window], spark)
+        anomalies.run(
+            [
+                *landing,
+                *("--output", str(output), *window, "--history", "1h", "--history-root", hourly),
+                *("--baseline-for", "2m", "--peer-groups", "none", *history_end),
+            ],
+            spark,
+        )
+        tables = [output / name for name in ("thresholds", "anomalies")]
+        learned, found = (spark.read.parquet(str(t)).collect() if t.exists() else [] for t in tables)
+        return [t for t in learned if t["kind"] == "baseline"], [a for a in found if a["kind"] == "baseline"]
+
+    assert live_cycle(tmp_path / "window-start") == ([], [])
+    learned, found = live_cycle(tmp_path / "last-hour", "--history-end", "2026-01-31T14:00:00Z")
+    assert {t["history_buckets"] for t in learned} == {60}
+    assert [(a["client_instance_id"], a["breach_start"].minute) for a in found] == [(spiking.instance_id, 52)]

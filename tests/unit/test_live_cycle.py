@@ -20,8 +20,10 @@ from airflow_provider_kip714.findings.model import Transition
 from airflow_provider_kip714.findings.store import CycleStart, LiveStore
 from airflow_provider_kip714.live.cycle import (
     CLOCK_SLACK,
+    HOURLY_LAG,
     SPARK_SESSION_IDLE,
     SPARK_SESSION_LIFETIME,
+    baseline_history_end,
     begin_cycle,
     chunks_from,
     detect,
@@ -30,7 +32,7 @@ from airflow_provider_kip714.live.cycle import (
     spark_session_for,
 )
 from airflow_provider_kip714.live.settings import LiveSettings
-from airflow_provider_kip714.storage.data_root import live_area
+from airflow_provider_kip714.storage.data_root import live_area, scheduled_area
 
 NOON = datetime(2026, 11, 27, 12, 0, tzinfo=UTC)
 LOOKBACK = timedelta(minutes=3)
@@ -258,3 +260,50 @@ def test_the_fell_behind_warning_names_the_interval_only_when_cycles_are_paced()
     paced = fell_behind_message(span, LiveSettings(lookback=timedelta(minutes=3), every=timedelta(minutes=1)))
     assert "begin further apart than it (KIP714_LIVE_EVERY=60s)" in paced
     assert "shorten KIP714_LIVE_EVERY" in paced and "\n" not in paced
+
+
+def _hourly_rollups(root: Path, *hours: datetime, visible: bool = True) -> None:
+    """What ``kip714_rollups`` leaves for each hour: one partition of the hourly ``rollups`` table."""
+    for hour in hours:
+        folder = scheduled_area(root).table("rollups") / f"date={hour:%Y-%m-%d}" / f"hour={hour.hour}"
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / ("part-00000.parquet" if visible else "_SUCCESS")).write_bytes(b"")
+
+
+def test_own_baselines_learn_from_the_last_whole_hour_the_hourly_table_holds(tmp_path: Path) -> None:
+    """Not from ``[start - history, start)``: the hourly table holds no minute of the current hour, so late
+    in an hour that span held a few minutes of the hour before, fewer buckets than a baseline needs."""
+    hourly = scheduled_area(tmp_path)
+    late = NOON + timedelta(minutes=55)  # a window beginning at 12:55
+    assert baseline_history_end(hourly, late) is None  # no hourly table yet
+    _hourly_rollups(tmp_path, NOON - timedelta(hours=2))  # 10:00-11:00 only: the 11:00 run is still going
+    assert baseline_history_end(hourly, late) == NOON - timedelta(hours=1)
+    _hourly_rollups(tmp_path, NOON - timedelta(hours=1), NOON)  # 11:00 and 12:00 written
+    assert baseline_history_end(hourly, late) == NOON  # not 13:00: that hour is the window's own
+    assert baseline_history_end(hourly, NOON + timedelta(hours=1)) == NOON + timedelta(hours=1)
+
+    behind = NOON + HOURLY_LAG + timedelta(hours=1, minutes=5)  # 14:05, the 13:00 hour not written yet
+    assert baseline_history_end(hourly, behind) == NOON + timedelta(hours=1)
+    stale = behind + timedelta(hours=1)  # 15:05: the hourly DAG stopped after its 12:00-13:00 run
+    assert baseline_history_end(hourly, stale) is None
+    _hourly_rollups(tmp_path, NOON + timedelta(hours=1), visible=False)  # Spark's marker, no rows
+    assert baseline_history_end(hourly, NOON + timedelta(hours=2)) == NOON + timedelta(hours=1)  # not 14:00
+
+
+def test_the_history_end_crosses_midnight_and_reaches_the_pipeline(tmp_path: Path) -> None:
+    midnight = datetime(2026, 11, 28, tzinfo=UTC)
+    _hourly_rollups(tmp_path, midnight - timedelta(hours=1))  # 23:00-24:00 of the day before
+    plan = begin_cycle(
+        LiveStore(tmp_path),
+        tmp_path / "landing",
+        "kip714-telemetry",
+        midnight + timedelta(minutes=4),
+        LiveSettings.from_env({}),
+        hourly=scheduled_area(tmp_path),
+    )
+    assert plan.history_end == midnight
+    assert plan.history_end_flag() == "2026-11-28T00:00:00+00:00"
+    without = begin_cycle(
+        LiveStore(tmp_path / "other"), tmp_path / "landing", "t", midnight, LiveSettings.from_env({})
+    )
+    assert (without.history_end, without.history_end_flag()) == (None, None)

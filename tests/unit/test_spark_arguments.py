@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 import zipfile
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -195,3 +195,18 @@ def test_bad_selection_names_the_field(tmp_path: Path, document: object, field: 
     with pytest.raises(SparkAppInputError) as raised:
         _parse("--start", "2026-01-31T13:05:10Z", "--end", "2026-01-31T13:06:00Z", "--selection", str(path))
     assert raised.value.field == field and rule in raised.value.rule
+
+
+def test_the_baseline_history_ends_where_asked_never_after_the_window() -> None:
+    from kip714_common.anomaly_args import parse_anomaly_args
+
+    window = ["--start", "2026-01-31T14:51:00Z", "--end", "2026-01-31T14:59:00Z", "--history", "1h"]
+    at = datetime(2026, 1, 31, 14, 51, tzinfo=UTC)
+    assert parse_anomaly_args([*BASE, *window]).history_span == (at - timedelta(hours=1), at)
+    assert parse_anomaly_args([*BASE, *window, "--history-end", ""]).history_end is None  # an empty template
+    hourly = parse_anomaly_args([*BASE, *window, "--history-end", "2026-01-31T14:00:00Z"])
+    assert hourly.history_span == (at.replace(hour=13, minute=0), at.replace(minute=0))
+    for text, rule in (("2026-01-31T14:52:00Z", "at or before --start"), ("soon", "ISO-8601")):
+        with pytest.raises(SparkAppInputError) as caught:
+            parse_anomaly_args([*BASE, *window, "--history-end", text])
+        assert (caught.value.field, rule in caught.value.rule) == ("--history-end", True)

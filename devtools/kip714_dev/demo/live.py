@@ -88,7 +88,9 @@ class LiveDemo:
         """One ``kip714_live`` run: land what is new, analyse the trailing window, announce transitions."""
         began = time.monotonic()
         scheduled, live = scheduled_area(), live_area()
-        plan = begin_cycle(self.store, scheduled.landing, self.topic, datetime.now(UTC), SETTINGS)
+        plan = begin_cycle(
+            self.store, scheduled.landing, self.topic, datetime.now(UTC), SETTINGS, hourly=scheduled
+        )
         landed = land_topic({"bootstrap.servers": self.bootstrap}, self.topic, str(scheduled.landing))
         args = application_args(
             str(scheduled.landing),
@@ -99,6 +101,7 @@ class LiveDemo:
             rules=str(DEFAULT_RULES),
             history=f"{int(SETTINGS.history.total_seconds())}s",
             history_root=str(scheduled.analytics),
+            history_end=plan.history_end_flag(),
             baseline_for=f"{int(SETTINGS.baseline_for.total_seconds())}s",
             chunks_from=plan.chunks_flag(),
             connect_session=plan.spark_session,
