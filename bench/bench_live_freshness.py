@@ -321,6 +321,7 @@ class Live:
         steps: str,
         spark_session: str | None = None,
         history_end: str | None = None,
+        baselines_cache: str | None = None,
     ) -> list[str]:
         """The ``kip714_live`` DAG's ``analyse`` arguments."""
         return application_args(
@@ -333,6 +334,7 @@ class Live:
             history=f"{int(self.settings.history.total_seconds())}s",
             history_root=str(scheduled_area(self.root).analytics),
             history_end=history_end,
+            baselines_cache=baselines_cache,
             baseline_for=f"{int(self.settings.baseline_for.total_seconds())}s",
             chunks_from=chunks_from,
             steps=steps,
@@ -354,6 +356,7 @@ class Live:
             plan.steps_flag(),
             None if self.session_per_cycle else plan.spark_session,
             plan.history_end_flag(),
+            plan.baselines_cache_flag(),
         )
         log_offset = self.log.stat().st_size if self.log.exists() else 0
         if submit:

@@ -87,6 +87,7 @@ with DAG(
             "steps": plan.steps_flag(),
             "spark_session": plan.spark_session,
             "history_end": plan.history_end_flag() or "",
+            "baselines_cache": plan.baselines_cache_flag() or "",
         }
 
     landed = land_new()
@@ -106,6 +107,7 @@ with DAG(
             # own baselines learn from the last whole hour the hourly table holds (a plan from before
             # this flag has none: the history then ends at the window's start)
             "history_end": "{{ " + PLAN + ".get('history_end', '') }}",
+            "baselines_cache": "{{ " + PLAN + ".get('baselines_cache', '') }}",  # learned once per history
             "baseline_for": f"{int(SETTINGS.baseline_for.total_seconds())}s",
             "chunks_from": "{{ " + PLAN + "['chunks_from'] }}",
             "steps": "{{ " + PLAN + "['steps'] }}",

@@ -28,10 +28,12 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
+from dataclasses import asdict
 from datetime import datetime, timedelta
 from functools import reduce
 
 from kip714_common.anomaly_args import AnomalyArgs, build_parser, parse_anomaly_args
+from kip714_common.baseline_store import settings_folder, stored_baselines
 from kip714_common.baselines import client_group_column, learn_baselines, peer_candidates
 from kip714_common.breaches import sustained_breaches
 from kip714_common.candidates import baseline_candidates, judged_columns, static_candidates
@@ -104,7 +106,8 @@ def judged_rows(spark: SparkSession, args: AnomalyArgs) -> DataFrame:
 
 
 def own_baselines(spark: SparkSession, args: AnomalyArgs) -> DataFrame | None:
-    """Each series' baseline learned from ``--history`` before the window (persisted), or None."""
+    """Each series' baseline learned from ``--history`` before the window (persisted), or None; with
+    ``--baselines-cache``, read from there when a run already learned them for the same history."""
     if not args.baselines:
         return None
     common, interval = args.common, args.common.interval
@@ -116,7 +119,16 @@ def own_baselines(spark: SparkSession, args: AnomalyArgs) -> DataFrame | None:
     if history_rows is None:
         return None
     grouped = history_rows.withColumn("client_group", client_group_column(args.group_by))
-    return learn_baselines(grouped, args.settings).persist()
+    if args.baselines_cache is None:
+        return learn_baselines(grouped, args.settings).persist()
+    learned_with = {
+        "history": [history.start, history.end],
+        "history_root": args.history_root,
+        "group_by": args.group_by,
+        "settings": asdict(args.settings),
+    }
+    folder = settings_folder(args.baselines_cache, learned_with)
+    return stored_baselines(spark, folder, lambda: learn_baselines(grouped, args.settings))
 
 
 def all_candidates(current: DataFrame, baselines: DataFrame | None, args: AnomalyArgs) -> list[DataFrame]:

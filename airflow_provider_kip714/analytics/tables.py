@@ -8,6 +8,7 @@ it reads as an empty frame and the caller says so.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from datetime import datetime, timedelta
 from typing import Final
@@ -52,31 +53,51 @@ def last_hour_held(area: RunArea, table: str, ends_after: datetime, ends_by: dat
 
     Lists the ``date=`` folders the candidate hours fall in (one listing each, no file read): cheap enough
     for every live cycle, on a local disk or an object store."""
-    filesystem, where = arrow_location(table_path(area, table))
     end = ends_by.replace(minute=0, second=0, microsecond=0)
-    held_by_date: dict[str, set[int]] = {}
+    listed = _HourFiles(area, table)
     while end > ends_after:
-        hour = end - timedelta(hours=1)
-        date = hour.strftime("%Y-%m-%d")
-        if date not in held_by_date:
-            held_by_date[date] = _hours_with_files(filesystem, f"{where}/date={date}")
-        if hour.hour in held_by_date[date]:
+        if listed.files(end - timedelta(hours=1)):
             return end
-        end = hour
+        end -= timedelta(hours=1)
     return None
 
 
-def _hours_with_files(filesystem: pafs.FileSystem, date_folder: str) -> set[int]:
-    """The ``hour=`` partitions of one ``date=`` folder that hold a visible file (Spark's own rule)."""
-    listed = filesystem.get_file_info(pafs.FileSelector(date_folder, allow_not_found=True, recursive=True))
-    held: set[int] = set()
-    for info in listed:
-        if info.type != pafs.FileType.File or info.base_name.startswith((".", "_")):
-            continue
-        found = _HOUR_FOLDER.search(info.path[len(date_folder) :])
-        if found is not None:
-            held.add(int(found.group(1)))
-    return held
+def hours_fingerprint(area: RunArea, table: str, start: datetime, end: datetime) -> str:
+    """A digest of the data files (name, size, modification time) of ``table``'s hours in ``[start, end)``:
+    it changes when a run rewrites one of them."""
+    listed = _HourFiles(area, table)
+    digest = hashlib.sha256()
+    hour = start.replace(minute=0, second=0, microsecond=0)
+    while hour < end:
+        for info in listed.files(hour):
+            digest.update(f"{info.path}\0{info.size}\0{info.mtime_ns}\n".encode())
+        hour += timedelta(hours=1)
+    return digest.hexdigest()[:16]
+
+
+class _HourFiles:
+    """The visible data files of a table's ``date=/hour=`` partitions, one listing per ``date=`` folder."""
+
+    def __init__(self, area: RunArea, table: str) -> None:
+        self._filesystem, self._where = arrow_location(table_path(area, table))
+        self._by_date: dict[str, dict[int, list[pafs.FileInfo]]] = {}
+
+    def files(self, hour: datetime) -> list[pafs.FileInfo]:
+        date = hour.strftime("%Y-%m-%d")
+        if date not in self._by_date:
+            self._by_date[date] = self._list(f"{self._where}/date={date}")
+        return self._by_date[date].get(hour.hour, [])
+
+    def _list(self, date_folder: str) -> dict[int, list[pafs.FileInfo]]:
+        selector = pafs.FileSelector(date_folder, allow_not_found=True, recursive=True)
+        by_hour: dict[int, list[pafs.FileInfo]] = {}
+        for info in sorted(self._filesystem.get_file_info(selector), key=lambda info: info.path):
+            if info.type != pafs.FileType.File or info.base_name.startswith((".", "_")):
+                continue  # Spark's own rule: _SUCCESS, .crc and a write's _temporary files are not data
+            found = _HOUR_FOLDER.search(info.path[len(date_folder) :])
+            if found is not None and "/_" not in info.path[len(date_folder) :]:
+                by_hour.setdefault(int(found.group(1)), []).append(info)
+        return by_hour
 
 
 # What makes two anomaly rows the same breach of the same series (learned thresholds may differ by run).

@@ -31,14 +31,14 @@ from typing import Final
 
 import pandas as pd
 
-from airflow_provider_kip714.analytics.tables import last_hour_held, read_table
+from airflow_provider_kip714.analytics.tables import hours_fingerprint, last_hour_held, read_table
 from airflow_provider_kip714.contract.client_text import printable
 from airflow_provider_kip714.findings.detect import current_findings, pushing_instances, transitions
 from airflow_provider_kip714.findings.from_tables import TABLES
 from airflow_provider_kip714.findings.model import Finding
 from airflow_provider_kip714.findings.store import CycleStart, LiveStatus, LiveStore
 from airflow_provider_kip714.live.settings import EVERY_ENV, LOOKBACK_ENV, LiveSettings, seconds_text
-from airflow_provider_kip714.storage.data_root import RunArea, StoragePath
+from airflow_provider_kip714.storage.data_root import RunArea, StoragePath, remove_tree
 from airflow_provider_kip714.telemetry.landing_zone import LandingZone
 from spark_apps.kip714_common.connect_session_id import is_session_id, new_session_id
 
@@ -50,6 +50,8 @@ CAPABILITIES_STEP: Final = "capabilities"
 CLOCK_SLACK: Final = timedelta(minutes=1)
 """Clients' clocks and the broker's may differ: chunks are taken from a little before the window."""
 KEPT_CYCLES: Final = timedelta(hours=2)
+BASELINES_DIR: Final = "baselines"
+"""``<root>/live/baselines/``: own baselines learned for the current history (``baselines_cache``)."""
 HOURLY_LAG: Final = timedelta(hours=1)
 """How long after an hour ends the hourly DAG may still be landing and analysing it: own baselines look
 this much further back for the last hour the hourly rollups table holds."""
@@ -78,6 +80,9 @@ class CyclePlan:
     history_end: datetime | None = None
     """Where own baselines' history ends (the pipeline's ``--history-end``): the end of the last hour the
     hourly rollups table holds; None: at the window's start."""
+    baselines_cache: str | None = None
+    """Where the baselines learned from that history are kept for the next cycles (``--baselines-cache``):
+    a folder named after the history's files, so a rewritten hour is learned again."""
 
     def steps_flag(self) -> str:
         """The pipeline's ``--steps``."""
@@ -86,6 +91,10 @@ class CyclePlan:
     def history_end_flag(self) -> str | None:
         """The pipeline's ``--history-end``."""
         return None if self.history_end is None else self.history_end.isoformat()
+
+    def baselines_cache_flag(self) -> str | None:
+        """The pipeline's ``--baselines-cache``."""
+        return self.baselines_cache
 
     def chunks_flag(self) -> str | None:
         if self.chunks_from is None:
@@ -118,7 +127,22 @@ def begin_cycle(
     store.write_cycle_starts(cycles)
     start = now - settings.lookback
     history_end = None if hourly is None else baseline_history_end(hourly, start)
-    return CyclePlan(start, now, chunks_from(cycles, start - CLOCK_SLACK), session, steps, history_end)
+    cache = None
+    if hourly is not None and history_end is not None:
+        cache = str(baselines_cache(store.root, hourly, history_end - settings.history, history_end))
+    return CyclePlan(start, now, chunks_from(cycles, start - CLOCK_SLACK), session, steps, history_end, cache)
+
+
+def baselines_cache(live_root: StoragePath, hourly: RunArea, start: datetime, end: datetime) -> StoragePath:
+    """The folder keeping the own baselines learned from the hourly rollups of ``[start, end)``, named after
+    those hours' files; the folders of other histories are removed (one history is in use at a time)."""
+    name = f"{end:%Y-%m-%dT%H}-{hours_fingerprint(hourly, 'rollups', start, end)}"
+    parent = live_root / BASELINES_DIR
+    if parent.exists():
+        for folder in parent.iterdir():
+            if folder.name != name:
+                remove_tree(folder)
+    return parent / name
 
 
 def baseline_history_end(hourly: RunArea, start: datetime) -> datetime | None:

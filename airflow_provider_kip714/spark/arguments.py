@@ -13,7 +13,9 @@ from collections.abc import Sequence
 from airflow_provider_kip714.storage.data_root import as_storage_path, is_local, spark_storage_conf, spark_uri
 
 EXTRA_CLASSPATH_ENV = "KIP714_SPARK_EXTRA_CLASSPATH"
-_ROOT_FLAGS = frozenset({"--input", "--output"})
+_ROOT_FLAGS = frozenset({"--input", "--output", "--history-root", "--baselines-cache"})
+"""Flags naming folders of the data root that Spark itself reads or writes (the others name files the
+driver opens: ``local_copy``)."""
 _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 
 
@@ -30,7 +32,7 @@ def extra_classpath() -> str | None:
 
 
 def storage_arguments(args: Sequence[str]) -> tuple[list[str], dict[str, str]]:
-    """``args`` with data-root URLs after ``--input``/``--output`` as Spark paths, plus the conf they need."""
+    """``args`` with data-root URLs after ``_ROOT_FLAGS`` as Spark paths, plus the conf they need."""
     rewritten = list(args)
     conf: dict[str, str] = {}
     for index in range(1, len(rewritten)):

@@ -40,6 +40,10 @@ class AnomalyArgs:
     """Where the baseline history ends (at or before ``--start``); None: at ``--start``. Live mode ends it
     with the last hour the hourly table holds, so each cycle learns from a whole ``--history``."""
 
+    baselines_cache: str | None = None
+    """Read own baselines learned for the same history and settings below this folder, or write them there
+    (``baseline_store``); only with ``history_end``, so successive runs share a history."""
+
     @property
     def history_span(self) -> tuple[datetime, datetime]:
         """``[end - history, end)``: the buckets own baselines learn from."""
@@ -61,6 +65,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--history-end",
         default=None,
         help="end the baseline history here, at or before --start, ISO-8601 (default and empty: --start)",
+    )
+    parser.add_argument(
+        "--baselines-cache",
+        default=None,
+        help="keep own baselines learned for this history below this folder, for later runs (needs "
+        "--history-end; empty: none)",
     )
     parser.add_argument(
         "--group-by", default=",".join(DEFAULT_CLIENT_GROUP_BY), help="client group columns (own baselines)"
@@ -117,6 +127,7 @@ def parse_anomaly_args(argv: Sequence[str] | None) -> AnomalyArgs:
             "--max-gap-buckets", f"must be at most {MAX_GAP_BUCKETS}", namespace.max_gap_buckets
         )
     rules = load_rules(namespace.rules, common.metric_aliases)
+    history_end = _history_end(namespace.history_end, common)
     return AnomalyArgs(
         common=common,
         rollups_source=namespace.rollups_source,
@@ -129,7 +140,8 @@ def parse_anomaly_args(argv: Sequence[str] | None) -> AnomalyArgs:
         baselines=not namespace.no_baselines,
         peers=_peer_settings(namespace),
         history_root=_history_root(namespace.history_root),
-        history_end=_history_end(namespace.history_end, common),
+        history_end=history_end,
+        baselines_cache=_baselines_cache(namespace.baselines_cache, history_end),
     )
 
 
@@ -150,6 +162,18 @@ def _history_end(text: str | None, common: CommonArgs) -> datetime | None:
     if end > common.interval.start:
         raise SparkAppInputError("--history-end", "must be at or before --start", text)
     return end
+
+
+def _baselines_cache(text: str | None, history_end: datetime | None) -> str | None:
+    """``--baselines-cache``: empty is absent; it needs ``--history-end`` (a history ending at ``--start``
+    moves with every run, so nothing learned would be read again)."""
+    if text is None or not text.strip():
+        return None
+    if history_end is None:
+        raise SparkAppInputError(
+            "--baselines-cache", "needs --history-end: a history ending at --start moves with every run"
+        )
+    return text.rstrip("/")
 
 
 def _settings(namespace: argparse.Namespace) -> BaselineSettings:

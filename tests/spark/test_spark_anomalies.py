@@ -7,6 +7,7 @@ from pathlib import Path
 
 import anomalies
 import numpy as np
+import pandas as pd
 import pytest
 import rollups
 
@@ -213,3 +214,25 @@ def test_a_late_live_window_learns_own_baselines_from_the_hourly_tables_last_who
     learned, found = live_cycle(tmp_path / "last-hour", "--history-end", "2026-01-31T14:00:00Z")
     assert {t["history_buckets"] for t in learned} == {60}
     assert [(a["client_instance_id"], a["breach_start"].minute) for a in found] == [(spiking.instance_id, 52)]
+
+    # --baselines-cache: the next cycle with the same history reads what this one learned
+    cache = tmp_path / "baselines"
+    flags = ("--history-end", "2026-01-31T14:00:00Z", "--baselines-cache", str(cache))
+    first, _ = live_cycle(tmp_path / "cached-1", *flags)
+    (folder,) = cache.iterdir()
+    stored = pd.read_parquet(folder)
+    assert sorted(stored["median"]) == sorted(t["median"] for t in learned)
+    assert set(stored["_learned_rows"]) == {2}
+
+    def rewrite(frame: pd.DataFrame) -> None:
+        for written in folder.iterdir():
+            written.unlink()
+        frame.to_parquet(folder / "part-00000.parquet", index=False)
+
+    rewrite(stored.assign(median=12345.0))
+    read_back, _ = live_cycle(tmp_path / "cached-2", *flags)
+    assert {t["median"] for t in read_back} == {12345.0}  # read, not learned again
+    rewrite(stored.head(1))  # a write a killed run cut short: 1 of its 2 rows
+    relearned, _ = live_cycle(tmp_path / "cached-3", *flags)
+    assert sorted(t["median"] for t in relearned) == sorted(t["median"] for t in first)
+    assert len(pd.read_parquet(folder)) == 2  # and written whole again

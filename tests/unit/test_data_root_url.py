@@ -65,6 +65,14 @@ def test_spark_gets_s3a_paths_and_settings_from_the_connection(
         ["--input", f"s3://{aws_connection}@b/p/landing", "--output", "/local/analytics", "--bucket", "1m"]
     )
     assert args == ["--input", "s3a://b/p/landing", "--output", "/local/analytics", "--bucket", "1m"]
+    live, _ = storage_arguments(
+        [
+            *("--input", f"s3://{aws_connection}@b/p/landing", "--output", f"s3://{aws_connection}@b/p/live"),
+            *("--history-root", f"s3://{aws_connection}@b/p/analytics"),
+            *("--baselines-cache", f"s3://{aws_connection}@b/p/live/baselines/x"),
+        ]
+    )  # live mode's other folders Spark reads and writes: not files for the driver to copy
+    assert live[5::2] == ["s3a://b/p/analytics", "s3a://b/p/live/baselines/x"]
     assert conf["spark.hadoop.fs.s3a.endpoint"] == "http://127.0.0.1:9714"
     assert conf["spark.hadoop.fs.s3a.access.key"] == "AKIDEXAMPLE"
     assert conf["spark.hadoop.fs.s3a.secret.key"] == "secret-example"

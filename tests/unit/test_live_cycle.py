@@ -24,6 +24,7 @@ from airflow_provider_kip714.live.cycle import (
     SPARK_SESSION_IDLE,
     SPARK_SESSION_LIFETIME,
     baseline_history_end,
+    baselines_cache,
     begin_cycle,
     chunks_from,
     detect,
@@ -303,7 +304,35 @@ def test_the_history_end_crosses_midnight_and_reaches_the_pipeline(tmp_path: Pat
     )
     assert plan.history_end == midnight
     assert plan.history_end_flag() == "2026-11-28T00:00:00+00:00"
+    assert plan.baselines_cache_flag() == str(
+        baselines_cache(
+            live_area(tmp_path).root, scheduled_area(tmp_path), midnight - timedelta(hours=1), midnight
+        )
+    )
     without = begin_cycle(
         LiveStore(tmp_path / "other"), tmp_path / "landing", "t", midnight, LiveSettings.from_env({})
     )
-    assert (without.history_end, without.history_end_flag()) == (None, None)
+    assert (without.history_end, without.history_end_flag(), without.baselines_cache_flag()) == (
+        None,
+        None,
+        None,
+    )
+
+
+def test_learned_baselines_are_kept_per_history_and_learned_again_when_an_hour_is_rewritten(
+    tmp_path: Path,
+) -> None:
+    hourly, live_root = scheduled_area(tmp_path), live_area(tmp_path).root
+    _hourly_rollups(tmp_path, NOON - timedelta(hours=1))
+    span = (NOON - timedelta(hours=1), NOON)
+    first = baselines_cache(live_root, hourly, *span)
+    assert first.parent == live_root / "baselines" and first.name.startswith("2026-11-27T12-")
+    first.mkdir(parents=True)
+    assert baselines_cache(live_root, hourly, *span) == first  # the next cycle reads what this one learned
+    hour = scheduled_area(tmp_path).table("rollups") / "date=2026-11-27" / "hour=11"
+    (hour / "part-00000.parquet").write_bytes(b"rewritten by a rerun of the 11:00 hour")
+    rewritten = baselines_cache(live_root, hourly, *span)
+    assert rewritten != first and not first.exists()  # learned again; the stale folder removed
+    _hourly_rollups(tmp_path, NOON)
+    later = baselines_cache(live_root, hourly, NOON, NOON + timedelta(hours=1))
+    assert later.name.startswith("2026-11-27T13-") and later != rewritten

@@ -210,3 +210,17 @@ def test_the_baseline_history_ends_where_asked_never_after_the_window() -> None:
         with pytest.raises(SparkAppInputError) as caught:
             parse_anomaly_args([*BASE, *window, "--history-end", text])
         assert (caught.value.field, rule in caught.value.rule) == ("--history-end", True)
+
+
+def test_a_baselines_cache_needs_a_history_that_ends_before_the_window() -> None:
+    from kip714_common.anomaly_args import parse_anomaly_args
+
+    window = ["--start", "2026-01-31T14:51:00Z", "--end", "2026-01-31T14:59:00Z"]
+    with pytest.raises(SparkAppInputError) as caught:
+        parse_anomaly_args([*BASE, *window, "--baselines-cache", "/live/baselines"])
+    assert (caught.value.field, "needs --history-end" in caught.value.rule) == ("--baselines-cache", True)
+    kept = parse_anomaly_args(
+        [*BASE, *window, "--history-end", "2026-01-31T14:00:00Z", "--baselines-cache", "/live/baselines/"]
+    )
+    assert kept.baselines_cache == "/live/baselines"
+    assert parse_anomaly_args([*BASE, *window, "--baselines-cache", ""]).baselines_cache is None

@@ -102,6 +102,7 @@ class LiveDemo:
             history=f"{int(SETTINGS.history.total_seconds())}s",
             history_root=str(scheduled.analytics),
             history_end=plan.history_end_flag(),
+            baselines_cache=plan.baselines_cache_flag(),
             baseline_for=f"{int(SETTINGS.baseline_for.total_seconds())}s",
             chunks_from=plan.chunks_flag(),
             connect_session=plan.spark_session,
