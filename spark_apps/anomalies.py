@@ -107,28 +107,33 @@ def judged_rows(spark: SparkSession, args: AnomalyArgs) -> DataFrame:
 
 def own_baselines(spark: SparkSession, args: AnomalyArgs) -> DataFrame | None:
     """Each series' baseline learned from ``--history`` before the window (persisted), or None; with
-    ``--baselines-cache``, read from there when a run already learned them for the same history."""
+    ``--baselines-cache``, read from there when a run already learned them for the same history (the
+    history itself is then not read)."""
     if not args.baselines:
         return None
     common, interval = args.common, args.common.interval
     history = Interval(*args.history_span, interval.bucket_seconds)
-    if args.history_root is not None:
-        history_rows = history_table_rows(spark, args.history_root, history)
-    else:
-        history_rows = load_history(spark, common, args.rollups_source, history)
-    if history_rows is None:
-        return None
-    grouped = history_rows.withColumn("client_group", client_group_column(args.group_by))
+
+    def learned() -> DataFrame | None:
+        if args.history_root is not None:
+            history_rows = history_table_rows(spark, args.history_root, history)
+        else:
+            history_rows = load_history(spark, common, args.rollups_source, history)
+        if history_rows is None:
+            return None
+        grouped = history_rows.withColumn("client_group", client_group_column(args.group_by))
+        return learn_baselines(grouped, args.settings)
+
     if args.baselines_cache is None:
-        return learn_baselines(grouped, args.settings).persist()
+        baselines = learned()
+        return None if baselines is None else baselines.persist()
     learned_with = {
         "history": [history.start, history.end],
         "history_root": args.history_root,
         "group_by": args.group_by,
         "settings": asdict(args.settings),
     }
-    folder = settings_folder(args.baselines_cache, learned_with)
-    return stored_baselines(spark, folder, lambda: learn_baselines(grouped, args.settings))
+    return stored_baselines(spark, settings_folder(args.baselines_cache, learned_with), learned)
 
 
 def all_candidates(current: DataFrame, baselines: DataFrame | None, args: AnomalyArgs) -> list[DataFrame]:

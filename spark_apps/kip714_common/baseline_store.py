@@ -3,10 +3,10 @@
 Live cycles judge a new window every few seconds against the same history: the hourly rollups table's last
 whole hours (``--history-end``), which change once an hour. Learning them again each cycle read that whole
 history twice (the medians, then the deviations from them): 6.9-11.7 s of a settled 1,000-instance
-cycle's 30.6-33.6 s of server CPU, 1.5 s at the median once kept (``docs/benchmarks.md``, session 29). With ``--baselines-cache FOLDER`` a run
-reads the baselines a run with the same history and settings wrote below ``FOLDER``, or learns and writes
-them. The caller names ``FOLDER`` after the history's files (``live.cycle``), so a rewritten hour is
-learned again; this module adds the learning settings to the path.
+cycle's 30.6-33.6 s of server CPU (``docs/benchmarks.md``, session 29). With ``--baselines-cache FOLDER``
+a run reads the baselines a run with the same history and settings wrote below ``FOLDER``, or learns and
+writes them. The caller names ``FOLDER`` after the history's files (``live.cycle``), so a rewritten hour
+is learned again; this module adds the learning settings to the path.
 
 The rows carry how many were written (``LEARNED_ROWS``; a history that yields none writes one marker row),
 so a write a killed run cut short reads as absent and is learned and written again.
@@ -20,7 +20,6 @@ from collections.abc import Callable
 from typing import Final
 
 from kip714_common.caching import cached
-from kip714_common.files import session_files
 from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -35,15 +34,21 @@ def settings_folder(cache: str, settings: dict[str, object]) -> str:
     return f"{cache.rstrip('/')}/learned-{digest}"
 
 
-def stored_baselines(spark: SparkSession, folder: str, learn: Callable[[], DataFrame]) -> DataFrame:
-    """The baselines written whole in ``folder``, else ``learn()``'s, written there for the next run.
+def stored_baselines(
+    spark: SparkSession, folder: str, learn: Callable[[], DataFrame | None]
+) -> DataFrame | None:
+    """The baselines written whole in ``folder``, else ``learn()``'s, written there for the next run; None
+    (nothing written) when ``learn`` finds no history to learn from.
 
     The learned frame is cached for the rest of the run (``caching.cached``): counting it and writing it
     would otherwise learn twice."""
     stored = _written_whole(spark, folder)
     if stored is not None:
         return stored
-    learned = cached(learn())
+    fresh = learn()
+    if fresh is None:
+        return None
+    learned = cached(fresh)
     rows = learned.count()
     if rows:
         written = learned.withColumn(LEARNED_ROWS, F.lit(rows).cast("long"))
@@ -55,14 +60,15 @@ def stored_baselines(spark: SparkSession, folder: str, learn: Callable[[], DataF
 
 
 def _written_whole(spark: SparkSession, folder: str) -> DataFrame | None:
-    """``folder``'s baselines if a run wrote them all; None if it holds none, or a write cut short."""
-    if not session_files(spark).exists(folder):
-        return None
+    """``folder``'s baselines if a run wrote them all; None if it holds none, or a write cut short.
+
+    One read, no separate listing: a missing folder, or one holding only a killed write's hidden files,
+    fails it with Spark's ``AnalysisException`` (classic and Connect alike)."""
     try:
         stored = spark.read.parquet(folder)
         counts = [F.count(F.lit(1)).alias("rows"), F.min(LEARNED_ROWS).alias("low"), F.max(LEARNED_ROWS)]
         rows, low, high = stored.agg(*counts).collect()[0]
-    except AnalysisException:  # only a killed write's hidden files: no schema to read
+    except AnalysisException:
         return None
     learned_all = rows > 0 and low == high == rows
     learned_none = rows == 1 and low == high == 0
