@@ -10,7 +10,9 @@
 ``kip714_rollups`` lands into: the zone's lease lets one of them land at a time and its offsets make
 every record land once, whichever ran. Its tables go to ``<root>/live/analytics`` (the trailing window
 of the last cycle, replaced each cycle), never to the hourly tables, so a closed hour's tables are the
-same whether or not live mode ran. Its state (status, findings, cursor) is ``<root>/live/*.json``.
+same whether or not live mode ran; hours the window left more than an hour ago are removed from them
+(``prune_left_hours``). Its state (status, findings, cursor) is ``<root>/live/*.json``; the own baselines
+learned for the current history are kept in ``<root>/live/baselines/``.
 
 **Work bounded by the lookback, not the hour.** (Not in proportion to what is new: each cycle analyses
 its whole window again; docs/live.md.) Each cycle records the next offset per partition before it
@@ -25,6 +27,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Final
@@ -47,6 +50,15 @@ log = logging.getLogger(__name__)
 ANALYSIS_STEPS: Final = ("rollups", "anomalies", "broker_metrics", "delivery")
 """The pipeline's steps every cycle runs; ``capabilities`` joins them once per ``capabilities_every``."""
 CAPABILITIES_STEP: Final = "capabilities"
+REWRITTEN_TABLES: Final = (
+    "rollups", "thresholds", "anomalies", "broker_metrics", "broker_client_metrics", "delivery",
+)  # fmt: skip
+"""The live tables every cycle rewrites for its window's hours (``capabilities`` is refreshed less often and
+keeps its hours)."""
+KEPT_HOURS: Final = timedelta(hours=1)
+"""How long before the window's hour the live tables keep an hour partition (``prune_left_hours``)."""
+_DATE_FOLDER: Final = re.compile(r"^date=(\d{4}-\d{2}-\d{2})$")
+_HOUR_FOLDER: Final = re.compile(r"^hour=(\d{1,2})$")
 CLOCK_SLACK: Final = timedelta(minutes=1)
 """Clients' clocks and the broker's may differ: chunks are taken from a little before the window."""
 KEPT_CYCLES: Final = timedelta(hours=2)
@@ -126,11 +138,44 @@ def begin_cycle(
     cycles.append(CycleStart(now, landed, session))
     store.write_cycle_starts(cycles)
     start = now - settings.lookback
+    prune_left_hours(RunArea(store.root), start)
     history_end = None if hourly is None else baseline_history_end(hourly, start)
     cache = None
     if hourly is not None and history_end is not None:
         cache = str(baselines_cache(store.root, hourly, history_end - settings.history, history_end))
     return CyclePlan(start, now, chunks_from(cycles, start - CLOCK_SLACK), session, steps, history_end, cache)
+
+
+def prune_left_hours(live: RunArea, window_start: datetime) -> list[str]:
+    """Remove the hour partitions of the ``REWRITTEN_TABLES`` that began more than ``KEPT_HOURS`` before the
+    hour ``window_start`` falls in; returns them (``table/date=.../hour=...``).
+
+    A cycle rewrites only its window's hours. An hour the window has left keeps what the last cycle reaching
+    into it wrote, and nothing reads it again (``detect`` judges the window's hours, the anomalies step the
+    window and its breach context). Kept, they made every cycle's reads grow with live mode's age: detect
+    read every hour of its four tables, 0.1 s of CPU a cycle with 2 hours held at 1,000 instances, 3.0-4.4
+    s with a week's (``docs/benchmarks.md``, session 29), and the pipeline listed them all."""
+    keep_from = window_start.replace(minute=0, second=0, microsecond=0) - KEPT_HOURS
+    removed: list[str] = []
+    for table in REWRITTEN_TABLES:
+        folder = live.table(table)
+        if not folder.exists():
+            continue
+        for day in folder.iterdir():
+            found = _DATE_FOLDER.match(day.name)
+            if found is None:
+                continue  # not a partition (Spark's _SUCCESS, a temporary folder): left alone
+            date = datetime.strptime(found.group(1), "%Y-%m-%d").replace(tzinfo=window_start.tzinfo)
+            for hour in day.iterdir():
+                matched = _HOUR_FOLDER.match(hour.name)
+                if matched is not None and date + timedelta(hours=int(matched.group(1))) < keep_from:
+                    remove_tree(hour)
+                    removed.append(f"{table}/{day.name}/{hour.name}")
+            if date + timedelta(days=1) <= keep_from and not any(True for _ in day.iterdir()):
+                remove_tree(day)
+    if removed:
+        log.info("Live tables: removed %d hour partitions the window has left", len(removed))
+    return removed
 
 
 def baselines_cache(live_root: StoragePath, hourly: RunArea, start: datetime, end: datetime) -> StoragePath:
@@ -264,8 +309,9 @@ def window_rows(frame: pd.DataFrame, start: datetime, end: datetime) -> pd.DataF
     """The rows of the ``date``/``hour`` partitions ``[start, end)`` touches.
 
     Each cycle replaces only its window's hour partitions of the live tables: once the window has left
-    an hour, that hour's partition keeps what the last cycle reaching into it wrote, for good. Read
-    whole, it would keep its anomalies open (and its silent clients silent) long after they ended."""
+    an hour, that hour's partition keeps what the last cycle reaching into it wrote until
+    ``prune_left_hours`` removes it an hour later. Read whole, it would keep its anomalies open (and its
+    silent clients silent) long after they ended."""
     if frame.empty or not {"date", "hour"} <= set(frame.columns):
         return frame
     hours = set()

@@ -4,7 +4,8 @@ Chunks: a cycle reads the chunks from the offsets of the last cycle that began b
 the clock slack), so no record accepted inside the window is skipped, whoever landed it.
 
 Hours: each cycle's pipeline replaces the hour partitions of its trailing window in ``<root>/live/analytics``;
-an hour the window has left keeps, for good, what the last cycle reaching into it wrote. The tables
+an hour the window has left keeps what the last cycle reaching into it wrote, until a cycle an hour later
+removes it. The tables
 here are Parquet files in the apps' ``date=/hour=`` layout, read by the same reader as in production.
 """
 
@@ -28,6 +29,7 @@ from airflow_provider_kip714.live.cycle import (
     begin_cycle,
     chunks_from,
     detect,
+    prune_left_hours,
     refreshes_capabilities,
     skipped_span,
     spark_session_for,
@@ -336,3 +338,36 @@ def test_learned_baselines_are_kept_per_history_and_learned_again_when_an_hour_i
     _hourly_rollups(tmp_path, NOON)
     later = baselines_cache(live_root, hourly, NOON, NOON + timedelta(hours=1))
     assert later.name.startswith("2026-11-27T13-") and later != rewritten
+
+
+def test_hours_the_window_left_an_hour_ago_are_removed_from_the_tables_cycles_rewrite(tmp_path: Path) -> None:
+    """Kept, every cycle read them again: its cost grew with live mode's age."""
+    live = live_area(tmp_path)
+    yesterday = NOON - timedelta(days=1)
+    held = [yesterday, NOON - timedelta(hours=2), NOON - timedelta(hours=1), NOON]
+    for table in ("anomalies", "rollups", "capabilities"):
+        for hour in held:
+            folder = live.table(table) / f"date={hour:%Y-%m-%d}" / f"hour={hour.hour}"
+            folder.mkdir(parents=True)
+            (folder / "part-00000.parquet").write_bytes(b"")
+        (live.table(table) / "_SUCCESS").write_bytes(b"")
+    removed = prune_left_hours(live, NOON + timedelta(minutes=2))
+    assert sorted(removed) == sorted(
+        f"{table}/date={hour:%Y-%m-%d}/hour={hour.hour}"
+        for table in ("anomalies", "rollups")
+        for hour in held[:2]
+    )
+    for table in ("anomalies", "rollups"):
+        days = sorted(folder.name for folder in live.table(table).iterdir())
+        assert days == ["_SUCCESS", f"date={NOON:%Y-%m-%d}"]  # yesterday's emptied folder is gone too
+        hours = sorted(folder.name for folder in (live.table(table) / f"date={NOON:%Y-%m-%d}").iterdir())
+        assert hours == ["hour=11", "hour=12"]  # the window's hour and the one before
+    kept = live.table("capabilities") / f"date={yesterday:%Y-%m-%d}" / f"hour={yesterday.hour}"
+    assert kept.exists()  # refreshed once per KIP714_LIVE_CAPABILITIES_EVERY: its last refresh is kept
+    assert prune_left_hours(live, NOON + timedelta(minutes=3)) == []
+
+    store = LiveStore(tmp_path)  # what a cycle does first
+    begin_cycle(
+        store, tmp_path / "landing", "t", NOON + timedelta(hours=2, minutes=1), LiveSettings.from_env({})
+    )
+    assert not (live.table("rollups") / f"date={NOON:%Y-%m-%d}" / "hour=11").exists()
