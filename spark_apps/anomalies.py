@@ -107,8 +107,8 @@ def judged_rows(spark: SparkSession, args: AnomalyArgs) -> DataFrame:
 
 def own_baselines(spark: SparkSession, args: AnomalyArgs) -> DataFrame | None:
     """Each series' baseline learned from ``--history`` before the window (persisted), or None; with
-    ``--baselines-cache``, read from there when a run already learned them for the same history (the
-    history itself is then not read)."""
+    ``--baselines-cache``, read from there (a few hundred rows, not persisted) when a run already learned
+    them for the same history, which is then not read."""
     if not args.baselines:
         return None
     common, interval = args.common, args.common.interval

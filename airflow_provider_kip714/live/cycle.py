@@ -29,7 +29,7 @@ import json
 import logging
 import re
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Final
 
 import pandas as pd
@@ -138,11 +138,23 @@ def begin_cycle(
     cycles.append(CycleStart(now, landed, session))
     store.write_cycle_starts(cycles)
     start = now - settings.lookback
-    prune_left_hours(RunArea(store.root), start)
-    history_end = None if hourly is None else baseline_history_end(hourly, start)
-    cache = None
-    if hourly is not None and history_end is not None:
-        cache = str(baselines_cache(store.root, hourly, history_end - settings.history, history_end))
+    try:
+        prune_left_hours(RunArea(store.root), start)
+    except Exception as err:  # tidying: never a reason to stop landing and analysing
+        log.warning("Live tables: could not remove the hours the window left: %s", printable(str(err), 300))
+    history_end, cache = None, None
+    if hourly is not None:
+        try:
+            history_end = baseline_history_end(hourly, start)
+            if history_end is not None:
+                cache = str(baselines_cache(store.root, hourly, history_end - settings.history, history_end))
+        except Exception as err:  # a listing failed: learn from [start - history, start) as before
+            history_end, cache = None, None
+            log.warning(
+                "Own baselines: could not list the hourly rollups table (%s); this cycle learns them from "
+                "what it holds before the window",
+                printable(str(err), 300),
+            )
     return CyclePlan(start, now, chunks_from(cycles, start - CLOCK_SLACK), session, steps, history_end, cache)
 
 
@@ -155,7 +167,7 @@ def prune_left_hours(live: RunArea, window_start: datetime) -> list[str]:
     window and its breach context). Kept, they made every cycle's reads grow with live mode's age: detect
     read every hour of its four tables, 0.1 s of CPU a cycle with 2 hours held at 1,000 instances, 3.0-4.4
     s with a week's (``docs/benchmarks.md``, session 29), and the pipeline listed them all."""
-    keep_from = window_start.replace(minute=0, second=0, microsecond=0) - KEPT_HOURS
+    keep_from = window_start.astimezone(UTC).replace(minute=0, second=0, microsecond=0) - KEPT_HOURS
     removed: list[str] = []
     for table in REWRITTEN_TABLES:
         folder = live.table(table)
@@ -165,17 +177,27 @@ def prune_left_hours(live: RunArea, window_start: datetime) -> list[str]:
             found = _DATE_FOLDER.match(day.name)
             if found is None:
                 continue  # not a partition (Spark's _SUCCESS, a temporary folder): left alone
-            date = datetime.strptime(found.group(1), "%Y-%m-%d").replace(tzinfo=window_start.tzinfo)
+            date = datetime.strptime(found.group(1), "%Y-%m-%d").replace(tzinfo=UTC)
             for hour in day.iterdir():
                 matched = _HOUR_FOLDER.match(hour.name)
                 if matched is not None and date + timedelta(hours=int(matched.group(1))) < keep_from:
                     remove_tree(hour)
                     removed.append(f"{table}/{day.name}/{hour.name}")
-            if date + timedelta(days=1) <= keep_from and not any(True for _ in day.iterdir()):
-                remove_tree(day)
+            if date + timedelta(days=1) <= keep_from:
+                _remove_if_empty(day)
     if removed:
         log.info("Live tables: removed %d hour partitions the window has left", len(removed))
     return removed
+
+
+def _remove_if_empty(folder: StoragePath) -> None:
+    """Remove a local folder its hours were removed from. On an object store a prefix with no keys left is
+    gone already (listing it may even fail), so there is nothing to do."""
+    try:
+        if folder.exists() and not any(True for _ in folder.iterdir()):
+            remove_tree(folder)
+    except (FileNotFoundError, NotADirectoryError):
+        pass
 
 
 def baselines_cache(live_root: StoragePath, hourly: RunArea, start: datetime, end: datetime) -> StoragePath:
@@ -200,6 +222,7 @@ def baseline_history_end(hourly: RunArea, start: datetime) -> datetime | None:
     minutes of the hour before (a client group of one instance: 5 rows, under the 10 a baseline needs,
     ``--min-history-buckets``), and from the hour's start until the hourly DAG had written the hour
     before, it was empty: no own baselines at all."""
+    start = start.astimezone(UTC)  # the partitions are named in UTC
     current_hour = start.replace(minute=0, second=0, microsecond=0)
     held = last_hour_held(hourly, "rollups", current_hour - HOURLY_LAG - timedelta(hours=1), start)
     if held is None:

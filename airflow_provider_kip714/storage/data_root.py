@@ -13,6 +13,7 @@ the layout is decided once:
     <root>/landing/                      raw/ datapoints/ quarantine/ of the scheduled landing
     <root>/analytics/                    rollups/ thresholds/ anomalies/ broker_metrics/ (kip714_rollups)
     <root>/live/analytics/               live mode's tables (the trailing minutes); live/*.json its state
+    <root>/live/baselines/ evidence/     own baselines kept for the current history; findings' evidence
     <root>/troubleshoot/<run>/landing/   the same, for one troubleshooting window
     <root>/troubleshoot/<run>/analytics/
     <root>/troubleshoot/<run>/report/    report.html + PNG plots

@@ -141,7 +141,7 @@ def parse_anomaly_args(argv: Sequence[str] | None) -> AnomalyArgs:
         peers=_peer_settings(namespace),
         history_root=_history_root(namespace.history_root),
         history_end=history_end,
-        baselines_cache=_baselines_cache(namespace.baselines_cache, history_end),
+        baselines_cache=_baselines_cache(namespace.baselines_cache, history_end, namespace.history_root),
     )
 
 
@@ -160,18 +160,25 @@ def _history_end(text: str | None, common: CommonArgs) -> datetime | None:
         return None
     end = parse_instant("--history-end", text)
     if end > common.interval.start:
-        raise SparkAppInputError("--history-end", "must be at or before --start", text)
+        raise SparkAppInputError(
+            "--history-end", "must be at or before --start (rounded down to its --bucket)", text
+        )
     return end
 
 
-def _baselines_cache(text: str | None, history_end: datetime | None) -> str | None:
-    """``--baselines-cache``: empty is absent; it needs ``--history-end`` (a history ending at ``--start``
-    moves with every run, so nothing learned would be read again)."""
+def _baselines_cache(text: str | None, history_end: datetime | None, history_root: str | None) -> str | None:
+    """``--baselines-cache``: empty is absent. It needs ``--history-end`` (a history ending at ``--start``
+    moves with every run, so nothing learned would be read again) and ``--history-root`` (a history rolled
+    up from ``--output`` and the landing zone depends on more than the key names)."""
     if text is None or not text.strip():
         return None
     if history_end is None:
         raise SparkAppInputError(
             "--baselines-cache", "needs --history-end: a history ending at --start moves with every run"
+        )
+    if history_root is None or not history_root.strip():
+        raise SparkAppInputError(
+            "--baselines-cache", "needs --history-root: only a rollups table's history is kept"
         )
     return text.rstrip("/")
 

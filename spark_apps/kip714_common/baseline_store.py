@@ -6,7 +6,7 @@ history twice (the medians, then the deviations from them): 6.9-11.7 s of a sett
 cycle's 30.6-33.6 s of server CPU (``docs/benchmarks.md``, session 29). With ``--baselines-cache FOLDER``
 a run reads the baselines a run with the same history and settings wrote below ``FOLDER``, or learns and
 writes them. The caller names ``FOLDER`` after the history's files (``live.cycle``), so a rewritten hour
-is learned again; this module adds the learning settings to the path.
+is learned again: this module cannot tell. It adds the learning settings and ``STORE_VERSION`` to the path.
 
 The rows carry how many were written (``LEARNED_ROWS``; a history that yields none writes one marker row),
 so a write a killed run cut short reads as absent and is learned and written again.
@@ -24,13 +24,17 @@ from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+STORE_VERSION: Final = 1
+"""Part of every folder's name: raise it when learning changes (``baselines.py``), so kept baselines of the
+old kind are not read."""
 LEARNED_ROWS: Final = "_learned_rows"
 """How many baselines the write held, on every row: fewer rows read means the write was cut short."""
 
 
 def settings_folder(cache: str, settings: dict[str, object]) -> str:
     """``cache``'s subfolder for baselines learned with ``settings`` (a digest of their JSON form)."""
-    digest = hashlib.sha256(json.dumps(settings, sort_keys=True, default=str).encode()).hexdigest()[:16]
+    keyed = {"store_version": STORE_VERSION, **settings}
+    digest = hashlib.sha256(json.dumps(keyed, sort_keys=True, default=str).encode()).hexdigest()[:16]
     return f"{cache.rstrip('/')}/learned-{digest}"
 
 

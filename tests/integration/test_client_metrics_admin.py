@@ -185,8 +185,9 @@ def test_sasl_connection_from_extra_and_wrong_password(kafka_cluster: LocalKafka
         f"authentication to {kafka_cluster.sasl_bootstrap_servers} (SASL_PLAINTEXT) failed"
     )
     assert "Invalid username or password" in message and "not-the-password" not in message
-    # named after one refused login, not after kafka-python's 15 s of retries (bootstrap_refusals.py)
-    assert time.monotonic() - began < DEFAULT_BOOTSTRAP_TIMEOUT_MS / 1000 / 3
+    # named after one refused login, not after kafka-python's 15 s of retries (bootstrap_refusals.py); the
+    # bound leaves room for a loaded 2-core machine (5.4 s seen with the suite's two streams beside it)
+    assert time.monotonic() - began < DEFAULT_BOOTSTRAP_TIMEOUT_MS / 1000 * 2 / 3
 
 
 def test_cli_window_add_describe_list_delete(

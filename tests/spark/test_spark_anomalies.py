@@ -236,3 +236,12 @@ def test_a_late_live_window_learns_own_baselines_from_the_hourly_tables_last_who
     relearned, _ = live_cycle(tmp_path / "cached-3", *flags)
     assert sorted(t["median"] for t in relearned) == sorted(t["median"] for t in first)
     assert len(pd.read_parquet(folder)) == 2  # and written whole again
+
+    # a history too short to learn from: one marker row, read by the next cycle instead of learning again
+    none = (*flags, "--min-history-buckets", "1000")
+    assert live_cycle(tmp_path / "nothing-1", *none) == ([], [])
+    (marker,) = [path for path in cache.iterdir() if path != folder]
+    assert pd.read_parquet(marker)["_learned_rows"].tolist() == [0]
+    (written,) = marker.glob("*.parquet")
+    assert live_cycle(tmp_path / "nothing-2", *none) == ([], [])
+    assert [path.name for path in marker.glob("*.parquet")] == [written.name]  # read, not written again

@@ -371,3 +371,27 @@ def test_hours_the_window_left_an_hour_ago_are_removed_from_the_tables_cycles_re
         store, tmp_path / "landing", "t", NOON + timedelta(hours=2, minutes=1), LiveSettings.from_env({})
     )
     assert not (live.table("rollups") / f"date={NOON:%Y-%m-%d}" / "hour=11").exists()
+
+
+def test_housekeeping_that_fails_never_stops_a_cycle(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Removing old hours and listing the hourly table are tidying and an optimisation: a cycle whose
+    listing fails (a transient object-store error) lands and analyses, learning baselines as before."""
+    import airflow_provider_kip714.live.cycle as cycle
+
+    def unreachable(*_: object) -> None:
+        raise OSError("Service Unavailable")
+
+    monkeypatch.setattr(cycle, "remove_tree", unreachable)
+    monkeypatch.setattr(cycle, "last_hour_held", unreachable)
+    old = live_area(tmp_path).table("rollups") / "date=2026-11-26" / "hour=3"
+    old.mkdir(parents=True)
+    plan = begin_cycle(
+        LiveStore(tmp_path),
+        tmp_path / "landing",
+        "t",
+        NOON,
+        LiveSettings.from_env({}),
+        hourly=scheduled_area(tmp_path),
+    )
+    assert (plan.history_end, plan.baselines_cache) == (None, None)
+    assert old.exists()

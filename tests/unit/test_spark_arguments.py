@@ -219,8 +219,34 @@ def test_a_baselines_cache_needs_a_history_that_ends_before_the_window() -> None
     with pytest.raises(SparkAppInputError) as caught:
         parse_anomaly_args([*BASE, *window, "--baselines-cache", "/live/baselines"])
     assert (caught.value.field, "needs --history-end" in caught.value.rule) == ("--baselines-cache", True)
+    ended = [*window, "--history-end", "2026-01-31T14:00:00Z"]
+    with pytest.raises(SparkAppInputError) as caught:
+        parse_anomaly_args([*BASE, *ended, "--baselines-cache", "/live/baselines"])
+    assert (caught.value.field, "needs --history-root" in caught.value.rule) == ("--baselines-cache", True)
     kept = parse_anomaly_args(
-        [*BASE, *window, "--history-end", "2026-01-31T14:00:00Z", "--baselines-cache", "/live/baselines/"]
+        [*BASE, *ended, "--history-root", "/hourly", "--baselines-cache", "/live/baselines/"]
     )
     assert kept.baselines_cache == "/live/baselines"
     assert parse_anomaly_args([*BASE, *window, "--baselines-cache", ""]).baselines_cache is None
+
+
+def test_kept_baselines_are_looked_for_under_their_own_settings_and_version() -> None:
+    from kip714_common import baseline_store
+
+    learned_with = {
+        "history": ["13:00", "14:00"],
+        "history_root": "/hourly",
+        "group_by": ["client_id"],
+        "k": 4,
+    }
+    folder = baseline_store.settings_folder("/live/baselines/", learned_with)
+    assert folder.startswith("/live/baselines/learned-")
+    for changed in ({"k": 5}, {"group_by": ["client_software_name"]}, {"history": ["12:00", "13:00"]}):
+        assert baseline_store.settings_folder("/live/baselines", {**learned_with, **changed}) != folder
+    assert baseline_store.settings_folder("/live/baselines", dict(reversed(learned_with.items()))) == folder
+    original = baseline_store.STORE_VERSION
+    try:
+        baseline_store.STORE_VERSION = original + 1  # learning changed: the old folders are not read
+        assert baseline_store.settings_folder("/live/baselines", learned_with) != folder
+    finally:
+        baseline_store.STORE_VERSION = original
