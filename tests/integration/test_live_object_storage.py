@@ -11,7 +11,7 @@ from datetime import UTC, datetime, timedelta
 from object_storage import LocalS3
 
 from airflow_provider_kip714.findings.store import LiveStore
-from airflow_provider_kip714.live.cycle import begin_cycle, prune_left_hours
+from airflow_provider_kip714.live.cycle import CyclePlan, begin_cycle, prune_left_hours
 from airflow_provider_kip714.live.settings import LiveSettings
 from airflow_provider_kip714.storage.data_root import as_storage_path, live_area, scheduled_area
 
@@ -46,37 +46,21 @@ def test_a_cycle_removes_the_hours_its_window_left_and_keeps_baselines_per_histo
         for hour in (11, 12)
     )
 
-    plan = begin_cycle(
-        LiveStore(root),
-        root / "landing",
-        "t",
-        NOON + timedelta(minutes=5),
-        LiveSettings.from_env({}),
-        hourly=hourly,
-    )
+    def cycle_at(moment: datetime) -> CyclePlan:
+        return begin_cycle(
+            LiveStore(root), root / "landing", "t", moment, LiveSettings.from_env({}), hourly=hourly
+        )
+
+    plan = cycle_at(NOON + timedelta(minutes=5))
     assert plan.history_end == NOON
     assert plan.baselines_cache is not None and plan.baselines_cache.startswith(
         f"s3://kip714_s3@{local_s3.state.bucket}/"
     )
     first = plan.baselines_cache
     (as_storage_path(first) / "learned-x" / "part-00000.parquet").write_bytes(b"kept")
-    again = begin_cycle(
-        LiveStore(root),
-        root / "landing",
-        "t",
-        NOON + timedelta(minutes=6),
-        LiveSettings.from_env({}),
-        hourly=hourly,
-    )
+    again = cycle_at(NOON + timedelta(minutes=6))
     assert again.baselines_cache == first and local_s3.keys(f"{prefix}/live/baselines/")  # read, kept
     _partition(hourly, "rollups", NOON)  # the 12:00 hour written: a new history
-    later = begin_cycle(
-        LiveStore(root),
-        root / "landing",
-        "t",
-        NOON + timedelta(hours=1, minutes=5),
-        LiveSettings.from_env({}),
-        hourly=hourly,
-    )
+    later = cycle_at(NOON + timedelta(hours=1, minutes=5))
     assert later.history_end == NOON + timedelta(hours=1) and later.baselines_cache != first
     assert [key for key in local_s3.keys(f"{prefix}/live/baselines/") if key.endswith(".parquet")] == []
