@@ -165,8 +165,8 @@ def prune_left_hours(live: RunArea, window_start: datetime) -> list[str]:
     A cycle rewrites only its window's hours. An hour the window has left keeps what the last cycle reaching
     into it wrote, and nothing reads it again (``detect`` judges the window's hours, the anomalies step the
     window and its breach context). Kept, they made every cycle's reads grow with live mode's age: detect
-    read every hour of its four tables, 0.1 s of CPU a cycle with 2 hours held at 1,000 instances, 3.0-4.4
-    s with a week's (``docs/benchmarks.md``, session 29), and the pipeline listed them all."""
+    read every hour of its four tables (at 1,000 instances 0.07-0.13 s of CPU a cycle with 2 hours held,
+    2.3-3.5 s with a week's: ``docs/benchmarks.md``, session 29), and the pipeline listed them all."""
     keep_from = window_start.astimezone(UTC).replace(minute=0, second=0, microsecond=0) - KEPT_HOURS
     removed: list[str] = []
     for table in REWRITTEN_TABLES:

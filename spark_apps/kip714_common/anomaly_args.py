@@ -42,7 +42,8 @@ class AnomalyArgs:
 
     baselines_cache: str | None = None
     """Read own baselines learned for the same history and settings below this folder, or write them there
-    (``baseline_store``); only with ``history_end``, so successive runs share a history."""
+    (``baseline_store``); only with ``history_end`` (so successive runs share a history) and
+    ``history_root``."""
 
     @property
     def history_span(self) -> tuple[datetime, datetime]:
@@ -70,7 +71,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--baselines-cache",
         default=None,
         help="keep own baselines learned for this history below this folder, for later runs (needs "
-        "--history-end; empty: none)",
+        "--history-end and --history-root; empty: none)",
     )
     parser.add_argument(
         "--group-by", default=",".join(DEFAULT_CLIENT_GROUP_BY), help="client group columns (own baselines)"

@@ -323,7 +323,7 @@ def test_a_refused_tls_handshake_is_named_not_reported_as_an_unreachable_cluster
         ClientMetricsAdmin(to_kafka_python_kwargs(untrusting)) as refused,
     ):
         refused.list_names()
-    assert time.monotonic() - began < DEFAULT_BOOTSTRAP_TIMEOUT_MS / 1000 / 3
+    assert time.monotonic() - began < DEFAULT_BOOTSTRAP_TIMEOUT_MS / 1000 * 2 / 3  # as the SASL test's bound
     properties = tmp_path / "client.properties"
     properties.write_text(
         "".join(f"{key}={value}\n" for key, value in untrusting.items() if key != "bootstrap.servers")
