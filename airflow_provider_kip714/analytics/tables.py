@@ -47,40 +47,35 @@ def _dataset(area: RunArea, table: str) -> ds.Dataset | None:
     return dataset if dataset.files else None
 
 
-def last_hour_held(area: RunArea, table: str, ends_after: datetime, ends_by: datetime) -> datetime | None:
-    """The end of the latest hour partition of ``table`` holding a data file whose hour ends in
-    ``(ends_after, ends_by]``; None when none does.
-
-    Lists the ``date=`` folders the candidate hours fall in (one listing each, no file read): cheap enough
-    for every live cycle, on a local disk or an object store."""
-    end = ends_by.replace(minute=0, second=0, microsecond=0)
-    listed = _HourFiles(area, table)
-    while end > ends_after:
-        if listed.files(end - timedelta(hours=1)):
-            return end
-        end -= timedelta(hours=1)
-    return None
-
-
-def hours_fingerprint(area: RunArea, table: str, start: datetime, end: datetime) -> str:
-    """A digest of the data files (name, size, modification time) of ``table``'s hours in ``[start, end)``:
-    it changes when a run rewrites one of them."""
-    listed = _HourFiles(area, table)
-    digest = hashlib.sha256()
-    hour = start.replace(minute=0, second=0, microsecond=0)
-    while hour < end:
-        for info in listed.files(hour):
-            digest.update(f"{info.path}\0{info.size}\0{info.mtime_ns}\n".encode())
-        hour += timedelta(hours=1)
-    return digest.hexdigest()[:16]
-
-
-class _HourFiles:
-    """The visible data files of a table's ``date=/hour=`` partitions, one listing per ``date=`` folder."""
+class HourPartitions:
+    """The visible data files of a table's ``date=/hour=`` partitions, one listing per ``date=`` folder asked
+    about (no file read), kept for the object's life: cheap enough for every live cycle, on a local disk or
+    an object store. Make a new one to see later writes."""
 
     def __init__(self, area: RunArea, table: str) -> None:
         self._filesystem, self._where = arrow_location(table_path(area, table))
         self._by_date: dict[str, dict[int, list[pafs.FileInfo]]] = {}
+
+    def last_held(self, ends_after: datetime, ends_by: datetime) -> datetime | None:
+        """The end of the latest hour holding a data file whose end is in ``(ends_after, ends_by]``; None
+        when none does."""
+        end = ends_by.replace(minute=0, second=0, microsecond=0)
+        while end > ends_after:
+            if self.files(end - timedelta(hours=1)):
+                return end
+            end -= timedelta(hours=1)
+        return None
+
+    def fingerprint(self, start: datetime, end: datetime) -> str:
+        """A digest of the data files (name, size, modification time) of the hours in ``[start, end)``: it
+        changes when a run rewrites one of them."""
+        digest = hashlib.sha256()
+        hour = start.replace(minute=0, second=0, microsecond=0)
+        while hour < end:
+            for info in self.files(hour):
+                digest.update(f"{info.path}\0{info.size}\0{info.mtime_ns}\n".encode())
+            hour += timedelta(hours=1)
+        return digest.hexdigest()[:16]
 
     def files(self, hour: datetime) -> list[pafs.FileInfo]:
         date = hour.strftime("%Y-%m-%d")

@@ -34,7 +34,7 @@ from typing import Final
 
 import pandas as pd
 
-from airflow_provider_kip714.analytics.tables import hours_fingerprint, last_hour_held, read_table
+from airflow_provider_kip714.analytics.tables import HourPartitions, read_table
 from airflow_provider_kip714.contract.client_text import printable
 from airflow_provider_kip714.findings.detect import current_findings, pushing_instances, transitions
 from airflow_provider_kip714.findings.from_tables import TABLES
@@ -139,15 +139,17 @@ def begin_cycle(
     store.write_cycle_starts(cycles)
     start = now - settings.lookback
     try:
-        prune_left_hours(RunArea(store.root), start)
+        if last is None or _hour(last - settings.lookback) != _hour(start):  # what to keep changes hourly
+            prune_left_hours(RunArea(store.root), start)
     except Exception as err:  # tidying: never a reason to stop landing and analysing
         log.warning("Live tables: could not remove the hours the window left: %s", printable(str(err), 300))
     history_end, cache = None, None
     if hourly is not None:
         try:
-            history_end = baseline_history_end(hourly, start)
+            rollups = HourPartitions(hourly, "rollups")  # listed once for both
+            history_end = baseline_history_end(rollups, start)
             if history_end is not None:
-                cache = str(baselines_cache(store.root, hourly, history_end - settings.history, history_end))
+                cache = str(baselines_cache(store.root, rollups, history_end - settings.history, history_end))
         except Exception as err:  # a listing failed: learn from [start - history, start) as before
             history_end, cache = None, None
             log.warning(
@@ -160,14 +162,15 @@ def begin_cycle(
 
 def prune_left_hours(live: RunArea, window_start: datetime) -> list[str]:
     """Remove the hour partitions of the ``REWRITTEN_TABLES`` that began more than ``KEPT_HOURS`` before the
-    hour ``window_start`` falls in; returns them (``table/date=.../hour=...``).
+    hour ``window_start`` falls in; returns them (``table/date=.../hour=...``). ``begin_cycle`` calls it in
+    the first cycle whose window begins in a new hour (what to keep changes no more often).
 
     A cycle rewrites only its window's hours. An hour the window has left keeps what the last cycle reaching
     into it wrote, and nothing reads it again (``detect`` judges the window's hours, the anomalies step the
     window and its breach context). Kept, they made every cycle's reads grow with live mode's age: detect
     read every hour of its four tables (at 1,000 instances 0.07-0.13 s of CPU a cycle with 2 hours held,
     2.3-3.5 s with a week's: ``docs/benchmarks.md``, session 29), and the pipeline listed them all."""
-    keep_from = window_start.astimezone(UTC).replace(minute=0, second=0, microsecond=0) - KEPT_HOURS
+    keep_from = _hour(window_start) - KEPT_HOURS
     removed: list[str] = []
     for table in REWRITTEN_TABLES:
         folder = live.table(table)
@@ -190,6 +193,10 @@ def prune_left_hours(live: RunArea, window_start: datetime) -> list[str]:
     return removed
 
 
+def _hour(moment: datetime) -> datetime:
+    return moment.astimezone(UTC).replace(minute=0, second=0, microsecond=0)
+
+
 def _remove_if_empty(folder: StoragePath) -> None:
     """Remove a local folder its hours were removed from. On an object store a prefix with no keys left is
     gone already (listing it may even fail), so there is nothing to do."""
@@ -200,10 +207,12 @@ def _remove_if_empty(folder: StoragePath) -> None:
         pass
 
 
-def baselines_cache(live_root: StoragePath, hourly: RunArea, start: datetime, end: datetime) -> StoragePath:
+def baselines_cache(
+    live_root: StoragePath, rollups: HourPartitions, start: datetime, end: datetime
+) -> StoragePath:
     """The folder keeping the own baselines learned from the hourly rollups of ``[start, end)``, named after
     those hours' files; the folders of other histories are removed (one history is in use at a time)."""
-    name = f"{end:%Y-%m-%dT%H}-{hours_fingerprint(hourly, 'rollups', start, end)}"
+    name = f"{end:%Y-%m-%dT%H}-{rollups.fingerprint(start, end)}"
     parent = live_root / BASELINES_DIR
     if parent.exists():
         for folder in parent.iterdir():
@@ -212,7 +221,7 @@ def baselines_cache(live_root: StoragePath, hourly: RunArea, start: datetime, en
     return parent / name
 
 
-def baseline_history_end(hourly: RunArea, start: datetime) -> datetime | None:
+def baseline_history_end(rollups: HourPartitions, start: datetime) -> datetime | None:
     """Where own baselines' history ends for a window beginning at ``start``: the end of the last hour the
     hourly rollups table holds, at or before ``start`` and at most ``HOURLY_LAG`` before the hour ``start``
     falls in. None (the history then ends at ``start``) when it holds neither.
@@ -224,7 +233,7 @@ def baseline_history_end(hourly: RunArea, start: datetime) -> datetime | None:
     before, it was empty: no own baselines at all."""
     start = start.astimezone(UTC)  # the partitions are named in UTC
     current_hour = start.replace(minute=0, second=0, microsecond=0)
-    held = last_hour_held(hourly, "rollups", current_hour - HOURLY_LAG - timedelta(hours=1), start)
+    held = rollups.last_held(current_hour - HOURLY_LAG - timedelta(hours=1), start)
     if held is None:
         log.info(
             "Own baselines: the hourly rollups table holds no hour ending between %s and %s; they learn from "

@@ -17,6 +17,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from airflow_provider_kip714.analytics.tables import HourPartitions
 from airflow_provider_kip714.findings.model import Transition
 from airflow_provider_kip714.findings.store import CycleStart, LiveStore
 from airflow_provider_kip714.live.cycle import (
@@ -35,7 +36,7 @@ from airflow_provider_kip714.live.cycle import (
     spark_session_for,
 )
 from airflow_provider_kip714.live.settings import LiveSettings
-from airflow_provider_kip714.storage.data_root import live_area, scheduled_area
+from airflow_provider_kip714.storage.data_root import RunArea, live_area, scheduled_area
 
 NOON = datetime(2026, 11, 27, 12, 0, tzinfo=UTC)
 LOOKBACK = timedelta(minutes=3)
@@ -265,6 +266,11 @@ def test_the_fell_behind_warning_names_the_interval_only_when_cycles_are_paced()
     assert "shorten KIP714_LIVE_EVERY" in paced and "\n" not in paced
 
 
+def _rollups(hourly: RunArea) -> HourPartitions:
+    """The hourly rollups table's partitions as a cycle lists them (afresh: the test writes between calls)."""
+    return HourPartitions(hourly, "rollups")
+
+
 def _hourly_rollups(root: Path, *hours: datetime, visible: bool = True) -> None:
     """What ``kip714_rollups`` leaves for each hour: one partition of the hourly ``rollups`` table."""
     for hour in hours:
@@ -278,19 +284,21 @@ def test_own_baselines_learn_from_the_last_whole_hour_the_hourly_table_holds(tmp
     in an hour that span held a few minutes of the hour before, fewer buckets than a baseline needs."""
     hourly = scheduled_area(tmp_path)
     late = NOON + timedelta(minutes=55)  # a window beginning at 12:55
-    assert baseline_history_end(hourly, late) is None  # no hourly table yet
+    assert baseline_history_end(_rollups(hourly), late) is None  # no hourly table yet
     _hourly_rollups(tmp_path, NOON - timedelta(hours=2))  # 10:00-11:00 only: the 11:00 run is still going
-    assert baseline_history_end(hourly, late) == NOON - timedelta(hours=1)
+    assert baseline_history_end(_rollups(hourly), late) == NOON - timedelta(hours=1)
     _hourly_rollups(tmp_path, NOON - timedelta(hours=1), NOON)  # 11:00 and 12:00 written
-    assert baseline_history_end(hourly, late) == NOON  # not 13:00: that hour is the window's own
-    assert baseline_history_end(hourly, NOON + timedelta(hours=1)) == NOON + timedelta(hours=1)
+    assert baseline_history_end(_rollups(hourly), late) == NOON  # not 13:00: that hour is the window's own
+    assert baseline_history_end(_rollups(hourly), NOON + timedelta(hours=1)) == NOON + timedelta(hours=1)
 
     behind = NOON + HOURLY_LAG + timedelta(hours=1, minutes=5)  # 14:05, the 13:00 hour not written yet
-    assert baseline_history_end(hourly, behind) == NOON + timedelta(hours=1)
+    assert baseline_history_end(_rollups(hourly), behind) == NOON + timedelta(hours=1)
     stale = behind + timedelta(hours=1)  # 15:05: the hourly DAG stopped after its 12:00-13:00 run
-    assert baseline_history_end(hourly, stale) is None
+    assert baseline_history_end(_rollups(hourly), stale) is None
     _hourly_rollups(tmp_path, NOON + timedelta(hours=1), visible=False)  # Spark's marker, no rows
-    assert baseline_history_end(hourly, NOON + timedelta(hours=2)) == NOON + timedelta(hours=1)  # not 14:00
+    assert baseline_history_end(_rollups(hourly), NOON + timedelta(hours=2)) == NOON + timedelta(
+        hours=1
+    )  # not 14:00
 
 
 def test_the_history_end_crosses_midnight_and_reaches_the_pipeline(tmp_path: Path) -> None:
@@ -308,7 +316,10 @@ def test_the_history_end_crosses_midnight_and_reaches_the_pipeline(tmp_path: Pat
     assert plan.history_end_flag() == "2026-11-28T00:00:00+00:00"
     assert plan.baselines_cache_flag() == str(
         baselines_cache(
-            live_area(tmp_path).root, scheduled_area(tmp_path), midnight - timedelta(hours=1), midnight
+            live_area(tmp_path).root,
+            _rollups(scheduled_area(tmp_path)),
+            midnight - timedelta(hours=1),
+            midnight,
         )
     )
     without = begin_cycle(
@@ -327,16 +338,18 @@ def test_learned_baselines_are_kept_per_history_and_learned_again_when_an_hour_i
     hourly, live_root = scheduled_area(tmp_path), live_area(tmp_path).root
     _hourly_rollups(tmp_path, NOON - timedelta(hours=1))
     span = (NOON - timedelta(hours=1), NOON)
-    first = baselines_cache(live_root, hourly, *span)
+    first = baselines_cache(live_root, _rollups(hourly), *span)
     assert first.parent == live_root / "baselines" and first.name.startswith("2026-11-27T12-")
     first.mkdir(parents=True)
-    assert baselines_cache(live_root, hourly, *span) == first  # the next cycle reads what this one learned
+    assert (
+        baselines_cache(live_root, _rollups(hourly), *span) == first
+    )  # the next cycle reads what this one learned
     hour = scheduled_area(tmp_path).table("rollups") / "date=2026-11-27" / "hour=11"
     (hour / "part-00000.parquet").write_bytes(b"rewritten by a rerun of the 11:00 hour")
-    rewritten = baselines_cache(live_root, hourly, *span)
+    rewritten = baselines_cache(live_root, _rollups(hourly), *span)
     assert rewritten != first and not first.exists()  # learned again; the stale folder removed
     _hourly_rollups(tmp_path, NOON)
-    later = baselines_cache(live_root, hourly, NOON, NOON + timedelta(hours=1))
+    later = baselines_cache(live_root, _rollups(hourly), NOON, NOON + timedelta(hours=1))
     assert later.name.startswith("2026-11-27T13-") and later != rewritten
 
 
@@ -382,7 +395,7 @@ def test_housekeeping_that_fails_never_stops_a_cycle(tmp_path: Path, monkeypatch
         raise OSError("Service Unavailable")
 
     monkeypatch.setattr(cycle, "remove_tree", unreachable)
-    monkeypatch.setattr(cycle, "last_hour_held", unreachable)
+    monkeypatch.setattr(cycle.HourPartitions, "last_held", unreachable)
     old = live_area(tmp_path).table("rollups") / "date=2026-11-26" / "hour=3"
     old.mkdir(parents=True)
     plan = begin_cycle(
