@@ -122,7 +122,8 @@ def as_storage_path(value: str | os.PathLike[str] | StoragePath) -> StoragePath:
     if isinstance(value, Path) or (not isinstance(value, str) and not hasattr(value, "fs")):
         return Path(value)
     if not isinstance(value, str):
-        return value  # already an ObjectStoragePath
+        _never_reuse_listings(value.fs)  # already an ObjectStoragePath, perhaps made elsewhere
+        return value
     if value.startswith("file://"):
         return Path(value.removeprefix("file://")).expanduser()
     if _URL.match(value):
@@ -141,7 +142,24 @@ def _object_storage_path(url: str) -> ObjectStoragePath:
         path = ObjectStoragePath(url)
     if getattr(path.fs, "endpoint_url", None) and hasattr(path.fs, "_bulk_delete"):  # S3-compatible
         _delete_one_by_one(path.fs)
+    _never_reuse_listings(path.fs)
     return path
+
+
+def _never_reuse_listings(fs: Any) -> None:
+    """Make the filesystem list afresh each time instead of answering from listings it kept.
+
+    fsspec's object stores keep every listing for the life of the process by default, and answer ``ls``,
+    ``exists`` and a file's size from it. Other processes rewrite the data root all the time (Spark's
+    table writes, each live cycle's task, the hourly DAG), and some readers live for days (the UI's API
+    server): a kept listing then names files that are gone, misses new runs, or gives a rewritten
+    document's old size (``tests/integration/test_live_object_storage.py``). A listing is one request;
+    a stale one is a failed page."""
+    from fsspec.dircache import DirCache
+
+    kept = getattr(fs, "dircache", None)
+    if isinstance(kept, DirCache) and kept.use_listings_cache:
+        fs.dircache = DirCache(use_listings_cache=False)
 
 
 def _delete_one_by_one(fs: Any) -> None:
