@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import numpy as np
 
@@ -38,6 +39,32 @@ def ns(moment: datetime) -> int:
 def push_times(start: datetime, end: datetime, offset_seconds: int = 5) -> np.ndarray:
     first = ns(start) + offset_seconds * NANOS
     return np.arange(first, ns(end), PUSH_SECONDS * NANOS, dtype=np.int64)
+
+
+@dataclass(frozen=True)
+class LateSpike:
+    """Two librdkafka producers, one instance per client group, 13:00-15:00; one spikes from 14:52."""
+
+    spiking: SyntheticClient
+    steady: SyntheticClient
+
+
+def write_late_spike(root: str | Path) -> LateSpike:
+    """The record queue time of ``orders-producer`` jumps from about 100 to 8000 ms at 14:52 (a late live
+    window's spike); ``billing-producer`` stays steady. Its own baseline needs the hour before the window."""
+    rng = np.random.default_rng(3)
+    writer = LandingWriter(str(root))
+    spiking = make_client(1, LIBRDKAFKA, client_id="orders-producer")
+    steady = make_client(2, LIBRDKAFKA, client_id="billing-producer")
+    times = push_times(DAY.replace(hour=13), DAY.replace(hour=15))
+    for client in (spiking, steady):
+        values = 100 + rng.normal(0, 5, size=times.shape)
+        if client is spiking:
+            values[times >= ns(DAY.replace(hour=14, minute=52))] = 8000.0
+        writer.write(
+            series_table([client], QUEUE_TIME_MAX, "gauge", None, {}, times[None, :], values[None, :])
+        )
+    return LateSpike(spiking, steady)
 
 
 @dataclass(frozen=True)

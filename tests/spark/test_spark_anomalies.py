@@ -6,13 +6,11 @@ import json
 from pathlib import Path
 
 import anomalies
-import numpy as np
 import pandas as pd
 import pytest
 import rollups
 
 from tests.spark import scenarios
-from tests.support.synthetic_landing import LIBRDKAFKA, LandingWriter, make_client, series_table
 
 pytestmark = pytest.mark.spark
 RULES = Path(__file__).resolve().parents[2] / "spark_apps" / "rules" / "default_rules.json"
@@ -174,20 +172,7 @@ def test_a_late_live_window_learns_own_baselines_from_the_hourly_tables_last_who
     instance had fewer rows than a baseline needs (10), and the spike went unseen by own baselines.
     ``--history-end`` 14:00 learns from the whole hour.
     """
-    rng = np.random.default_rng(3)
-    writer = LandingWriter(str(tmp_path / "landing"))
-    # one instance per client group (software and client id): its history is one row per bucket
-    spiking = make_client(1, LIBRDKAFKA, client_id="orders-producer")
-    steady = make_client(2, LIBRDKAFKA, client_id="billing-producer")
-    times = scenarios.push_times(scenarios.DAY.replace(hour=13), scenarios.DAY.replace(hour=15))
-    for client in (spiking, steady):
-        values = 100 + rng.normal(0, 5, size=times.shape)
-        if client is spiking:
-            values[times >= scenarios.ns(scenarios.DAY.replace(hour=14, minute=52))] = 8000.0
-        table = series_table(
-            [client], scenarios.QUEUE_TIME_MAX, "gauge", None, {}, times[None, :], values[None, :]
-        )
-        writer.write(table)
+    spiking = scenarios.write_late_spike(tmp_path / "landing").spiking
     landing = ["--input", str(tmp_path / "landing"), "--bucket", "1m"]
     hourly = str(tmp_path / "hourly")
     rollups.run(
