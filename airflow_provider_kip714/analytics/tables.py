@@ -138,6 +138,35 @@ def _as_dict(value: object) -> dict[str, str]:
     return {str(k): "" if v is None else str(v) for k, v in value}  # type: ignore[union-attr]
 
 
+_PARTITION: Final = re.compile(r"/date=(\d{4}-\d{2}-\d{2})/hour=(\d{1,2})/")
+
+
+def _newest_hours_filter(files: list[str], hours: int) -> ds.Expression | None:
+    """The partitions of the ``hours`` hours ending with the newest one among ``files``; None when no file
+    is in a ``date=/hour=`` partition (nothing to bound by)."""
+    held = [
+        datetime.strptime(found.group(1), "%Y-%m-%d") + timedelta(hours=int(found.group(2)))
+        for found in (_PARTITION.search(path) for path in files)
+        if found is not None
+    ]
+    if not held:
+        return None
+    newest = max(held)
+    by_date: dict[str, list[int]] = {}
+    for back in range(max(hours, 1)):
+        hour = newest - timedelta(hours=back)
+        by_date.setdefault(hour.strftime("%Y-%m-%d"), []).append(hour.hour)
+    condition: ds.Expression | None = None
+    for date, in_date in by_date.items():
+        term = (
+            (ds.field("date") == date)
+            & (ds.field("hour") >= min(in_date))
+            & (ds.field("hour") <= max(in_date))
+        )
+        condition = term if condition is None else condition | term
+    return condition
+
+
 def _filter(names: list[str], equal: dict[str, str]) -> ds.Expression | bool | None:
     """The pushed-down condition; False when a filtered column does not exist (no row can match)."""
     condition = None
@@ -150,12 +179,19 @@ def _filter(names: list[str], equal: dict[str, str]) -> ds.Expression | bool | N
 
 
 def read_table(
-    area: RunArea, table: str, columns: list[str] | None = None, equal: dict[str, str] | None = None
+    area: RunArea,
+    table: str,
+    columns: list[str] | None = None,
+    equal: dict[str, str] | None = None,
+    *,
+    newest_hours: int | None = None,
 ) -> pd.DataFrame:
     """A table as a DataFrame: timestamps in UTC, MAP columns as dicts; empty when nothing was written.
 
     ``columns`` and ``equal`` (column -> value) are pushed down to the Parquet scan, so a chart for one
-    client reads only its row groups and columns, not the whole rollups table.
+    client reads only its row groups and columns, not the whole rollups table. ``newest_hours``: only the
+    hour partitions within that many hours of the newest one the table holds (one listing; the older
+    files are not opened), for tables that gain an hour partition every hour and are read whole.
     """
     dataset = _dataset(area, table)
     if dataset is None:
@@ -165,6 +201,10 @@ def read_table(
     condition = _filter(names, equal or {})
     if condition is False:
         return pd.DataFrame(columns=wanted if wanted is not None else names)
+    if newest_hours is not None:
+        recent = _newest_hours_filter(dataset.files, newest_hours)
+        if recent is not None:
+            condition = recent if condition is None else condition & recent
     frame = dataset.to_table(columns=wanted, filter=condition).to_pandas()
     if table == "anomalies":
         frame = _one_row_per_breach(frame)
@@ -177,6 +217,20 @@ def read_table(
                 series.dt.tz_localize("UTC") if series.dt.tz is None else series.dt.tz_convert("UTC")
             )
     return frame
+
+
+CAPABILITY_HOURS: Final = 7 * 24
+"""How far back from its newest hour a ``capabilities`` table is read (``capabilities_of``)."""
+
+
+def capabilities_of(area: RunArea) -> pd.DataFrame:
+    """The ``capabilities`` rows of the table's newest ``CAPABILITY_HOURS``: what each library version pushed.
+
+    The live and hourly tables gain an hour partition every hour; read whole, the guardrails' check and the
+    UI page grew slower as the deployment aged (a month of hours in both, and 300 runs: 1.7-1.9 s of CPU a
+    check on a local disk, and a file request per hour on an object store; ``docs/live.md``). A library
+    version not seen for a week is no longer known."""
+    return read_table(area, "capabilities", newest_hours=CAPABILITY_HOURS)
 
 
 def copy_rows(source: RunArea, target: RunArea, table: str, equal: dict[str, str]) -> int:

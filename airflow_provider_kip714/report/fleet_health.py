@@ -20,7 +20,7 @@ from typing import Any, Final
 
 import pandas as pd
 
-from airflow_provider_kip714.analytics.tables import read_table
+from airflow_provider_kip714.analytics.tables import capabilities_of, read_table
 from airflow_provider_kip714.clock import TimeSpan
 from airflow_provider_kip714.findings.from_tables import number, rows
 from airflow_provider_kip714.findings.model import ClientIdentity
@@ -206,7 +206,7 @@ def render_sections(
         clip_hours(read_table(area, "delivery"), span), rollups, palette, labels
     )
     convergence_html, convergence_charts = _convergence_part(read_table(area, "convergence"))
-    capability_html = _capabilities_part(read_table(area, "capabilities"), request or {})
+    capability_html = _capabilities_part(capabilities_of(area), request or {})
     return FleetSections(
         "\n".join([*delivery_html, *convergence_html, *capability_html]),
         [*delivery_charts, *convergence_charts],

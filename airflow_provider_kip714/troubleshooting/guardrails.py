@@ -6,8 +6,9 @@ nothing from that library (and asking librdkafka for a metric it lacks has crash
 INVALID_RECORD (Kafka >= 4.3.1), and the Java client then switches telemetry off until it restarts.
 
 Both checks read the ``capabilities`` tables (what each library and version pushed before, written by
-``spark_apps/capabilities.py``): the scheduled area's and every troubleshooting run's, the latest row per
-library version and metric over all of them. Without any such table there is nothing to judge by and no
+``spark_apps/capabilities.py``): live mode's, the scheduled area's and the newest ``CAPABILITY_RUNS``
+troubleshooting runs', each table's newest week (``capabilities_of``), the latest row per library version
+and metric over all of them. Without any such table there is nothing to judge by and no
 warning is given.
 Only the ``client_software_name``/``client_software_version`` selectors narrow the libraries; other
 selectors (client id, address) cannot be judged from capabilities, so every known library counts.
@@ -22,11 +23,11 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 import pandas as pd
 
-from airflow_provider_kip714.analytics.tables import read_table
+from airflow_provider_kip714.analytics.tables import capabilities_of
 from airflow_provider_kip714.contract.client_text import printable
 from airflow_provider_kip714.contract.selectors import compile_pattern
 from airflow_provider_kip714.exceptions import ClusterUnreachableError
@@ -71,11 +72,16 @@ def load_capabilities(area: RunArea) -> list[Capability]:
     return load_capabilities_of([area])
 
 
+CAPABILITY_RUNS: Final = 50
+"""How many troubleshooting runs, newest first, the guardrail reads capabilities from (each of their tables
+is a file request on an object store, and a deployment with auto-windows gains runs every hour)."""
+
+
 def visible_areas() -> list[RunArea]:
-    """Every area whose capabilities the guardrail can read: live mode's (the freshest), the scheduled
-    one, then each troubleshooting run's, newest first. A deployment that has run only troubleshooting
-    windows has capabilities there and none in the scheduled area."""
-    return [live_area(), scheduled_area(), *troubleshoot_areas()]
+    """The areas whose capabilities the guardrail reads: live mode's (the freshest), the scheduled one,
+    then the newest ``CAPABILITY_RUNS`` troubleshooting runs. A deployment that has run only
+    troubleshooting windows has capabilities there and none in the scheduled area."""
+    return [live_area(), scheduled_area(), *troubleshoot_areas()[:CAPABILITY_RUNS]]
 
 
 def load_capabilities_of(areas: Sequence[RunArea]) -> list[Capability]:
@@ -86,7 +92,7 @@ def load_capabilities_of(areas: Sequence[RunArea]) -> list[Capability]:
     frames = []
     for area in areas:
         try:
-            frame = read_table(area, "capabilities")
+            frame = capabilities_of(area)
         except Exception as err:  # advice only: one unreadable run must not hide the others
             log.info("guardrail: capabilities of %s not read (%s)", area.root, err)
             continue

@@ -23,7 +23,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from airflow_provider_kip714.analytics import plots
 from airflow_provider_kip714.analytics.run_owner import SCHEDULED_DAG_ID
-from airflow_provider_kip714.analytics.tables import read_table
+from airflow_provider_kip714.analytics.tables import capabilities_of, read_table
 from airflow_provider_kip714.contract.client_text import printable
 from airflow_provider_kip714.report import cards, fleet_health, html
 from airflow_provider_kip714.ui import access, findings_view, report_files, telemetry_view
@@ -164,7 +164,7 @@ def render_page(run_key: str, filters: findings_view.Filters, user: Any) -> str:
         convergence_columns=fleet_health.CONVERGENCE_WINDOW_COLUMNS,
         active_names={row.name for row in subscriptions.rows},
         live_convergence=live_convergence(subscriptions, runs, datetime.now(UTC)),
-        libraries=_records(telemetry_view.library_capabilities(read_table(choice.area, "capabilities"))),
+        libraries=_records(telemetry_view.library_capabilities(capabilities_of(choice.area))),
         library_columns=telemetry_view.LIBRARY_COLUMNS,
         **_content_html(view),
     )

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+import os
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pyarrow as pa
@@ -51,9 +52,13 @@ def test_payload_estimate_grows_with_points_and_warns_near_and_over_the_limit():
     assert check_window(JAVA, ["*"], {}, telemetry_max_bytes=java_size * 2) == []
 
 
-def _write_capabilities(area_root: Path, rows: list[tuple[str, str, float, datetime]]) -> None:
-    """One capabilities Parquet file the way the Spark app lays it out (table under analytics/)."""
-    folder = area_root / "analytics" / "capabilities" / "date=2026-03-01" / "hour=10"
+def _write_capabilities(
+    area_root: Path, rows: list[tuple[str, str, float, datetime]], hour: datetime | None = None
+) -> None:
+    """One capabilities Parquet file the way the Spark app lays it out (table under analytics/), in the
+    partition of ``hour`` (10:00 on 2026-03-01 by default)."""
+    hour = hour or datetime(2026, 3, 1, 10, tzinfo=UTC)
+    folder = area_root / "analytics" / "capabilities" / f"date={hour:%Y-%m-%d}" / f"hour={hour.hour}"
     folder.mkdir(parents=True)
     table = pa.Table.from_pylist(
         [
@@ -102,3 +107,36 @@ def test_the_guardrail_reads_every_area_it_can_see_and_keeps_the_newest_row(
         ("librdkafka", metric): 9.0,
         ("apache-kafka-java", "org.apache.kafka.consumer.poll.idle"): 1.0,
     }
+
+
+def test_capabilities_are_read_from_the_tables_newest_week_and_the_newest_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The live and hourly tables gain a partition an hour and auto-windows add runs: read whole, each check
+    read every hour the deployment ever had (1.7-1.9 s of CPU for a month and 300 runs, docs/live.md)."""
+    from airflow_provider_kip714.analytics.tables import CAPABILITY_HOURS, capabilities_of
+    from airflow_provider_kip714.storage.data_root import RunArea
+    from airflow_provider_kip714.troubleshooting.guardrails import CAPABILITY_RUNS, visible_areas
+
+    monkeypatch.setenv("KIP714_DATA_DIR", str(tmp_path))
+    newest = datetime(2026, 3, 8, 1, tzinfo=UTC)  # a week back crosses midnight and several dates
+    for back in (0, 1, 2, CAPABILITY_HOURS - 1, CAPABILITY_HOURS, CAPABILITY_HOURS + 30):
+        hour = newest - timedelta(hours=back)
+        _write_capabilities(tmp_path, [("librdkafka", f"m.{back}", 1.0, hour)], hour)
+    held = set(capabilities_of(RunArea(tmp_path))["metric_name"])
+    assert held == {"m.0", "m.1", "m.2", f"m.{CAPABILITY_HOURS - 1}"}
+    # a table with no hour partition is read whole: nothing to bound by
+    flat = tmp_path / "flat" / "analytics" / "capabilities"
+    flat.mkdir(parents=True)
+    pq.write_table(
+        pa.Table.from_pylist([{"metric_name": "m.flat", "last_seen": newest}]), flat / "part.parquet"
+    )
+    assert list(capabilities_of(RunArea(tmp_path / "flat"))["metric_name"]) == ["m.flat"]
+
+    for run in range(CAPABILITY_RUNS + 5):
+        folder = tmp_path / "troubleshoot" / f"run-{run:03d}"
+        folder.mkdir(parents=True)
+        os.utime(folder, (1_770_000_000 + run, 1_770_000_000 + run))  # local runs are ordered by time
+    areas = visible_areas()
+    assert len(areas) == 2 + CAPABILITY_RUNS
+    assert areas[2].root.name == f"run-{CAPABILITY_RUNS + 4:03d}"  # the newest runs first
