@@ -21,7 +21,13 @@ import pyarrow.dataset as ds
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from airflow_provider_kip714.storage.data_root import ANALYTICS_TABLES, RunArea, StoragePath, arrow_location
+from airflow_provider_kip714.storage.data_root import (
+    ANALYTICS_TABLES,
+    RunArea,
+    StoragePath,
+    arrow_location,
+    remove_tree,
+)
 
 TABLES = (*ANALYTICS_TABLES, "broker_client_metrics", "delivery", "convergence", "capabilities")
 MAP_COLUMNS = ("attributes", "resource_attributes")
@@ -236,8 +242,10 @@ def capabilities_of(area: RunArea) -> pd.DataFrame:
 def copy_rows(source: RunArea, target: RunArea, table: str, equal: dict[str, str]) -> int:
     """Replace ``target``'s table with the rows of ``source``'s that have ``equal`` (column -> value), in
     one file; returns how many. Arrow throughout: no row becomes a Python object."""
-    filesystem, where = arrow_location(table_path(target, table))
-    filesystem.delete_dir_contents(where, missing_dir_ok=True)
+    folder = table_path(target, table)
+    if folder.exists():
+        remove_tree(folder)  # its objects only, on an object store (``remove_tree``)
+    filesystem, where = arrow_location(folder)
     dataset = _dataset(source, table)
     condition = _filter(dataset.schema.names, equal) if dataset is not None else False
     if dataset is None or condition is False:

@@ -188,12 +188,19 @@ def fsspec_location(path: StoragePath) -> tuple[Any, str]:
 
 
 def remove_tree(path: StoragePath) -> None:
-    """Delete a folder and everything under it, local or on an object store."""
+    """Delete a folder and everything under it, local or on an object store.
+
+    On an object store only the objects are deleted: a folder is their keys' common prefix and goes with
+    them. fsspec's recursive ``rm`` also deletes each folder's own name as a key, which no object holds;
+    S3Proxy takes 10 s to answer each such delete, so removing one live hour partition took 10-20 s
+    (``prune_left_hours`` in the first cycle of an hour: a minute; ``docs/benchmarks.md``, session 30)."""
     if is_local(path):
         shutil.rmtree(path)
     else:
         filesystem, where = fsspec_location(path)
-        filesystem.rm(where, recursive=True)
+        objects = filesystem.find(where)
+        if objects:
+            filesystem.rm(objects)
 
 
 def arrow_location(path: StoragePath) -> tuple[pyarrow.fs.FileSystem, str]:
