@@ -8,24 +8,23 @@ skipped, so a view of the last minutes does not read a day of telemetry.
 
 from __future__ import annotations
 
-import re
 from datetime import datetime
 
 import pyarrow as pa
 import pyarrow.dataset as ds
 
+from airflow_provider_kip714.analytics.tables import HOUR_PARTITION
 from airflow_provider_kip714.contract.landing_schema import DATAPOINT_SCHEMA
 from airflow_provider_kip714.storage.data_root import StoragePath
 from airflow_provider_kip714.telemetry.landing_zone import DATAPOINTS_DIR, LandingZone
 
-_HOUR_FOLDER = re.compile(r"/date=(\d{4}-\d{2}-\d{2})/hour=(\d{1,2})/")
 _READ_ONLY_TOPIC = "(read only)"
 """``LandingZone`` pins a topic only when it writes (``prepare``); reading never checks it."""
 
 
 def _hour_of(path: str) -> str | None:
     """``YYYY-MM-DDTHH`` of a file's hour folder, for comparing with ``since`` as text."""
-    found = _HOUR_FOLDER.search(path)
+    found = HOUR_PARTITION.search(path)
     return f"{found.group(1)}T{int(found.group(2)):02d}" if found else None
 
 

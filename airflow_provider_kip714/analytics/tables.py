@@ -144,22 +144,26 @@ def _as_dict(value: object) -> dict[str, str]:
     return {str(k): "" if v is None else str(v) for k, v in value}  # type: ignore[union-attr]
 
 
-_PARTITION: Final = re.compile(r"/date=(\d{4}-\d{2}-\d{2})/hour=(\d{1,2})/")
+HOUR_PARTITION: Final = re.compile(r"/date=(\d{4}-\d{2}-\d{2})/hour=(\d{1,2})/")
+"""A data file's ``date=/hour=`` folders in its path (local or object store)."""
 
 
 def _newest_hours_filter(files: list[str], hours: int) -> ds.Expression | None:
     """The partitions of the ``hours`` hours ending with the newest one among ``files``; None when no file
-    is in a ``date=/hour=`` partition (nothing to bound by)."""
+    is in a ``date=/hour=`` partition (nothing to bound by). Files outside such partitions are left out
+    whenever some file is in one."""
+    if hours < 1:
+        raise ValueError(f"newest_hours: must be at least 1, got {hours}")
     held = [
         datetime.strptime(found.group(1), "%Y-%m-%d") + timedelta(hours=int(found.group(2)))
-        for found in (_PARTITION.search(path) for path in files)
+        for found in (HOUR_PARTITION.search(path) for path in files)
         if found is not None
     ]
     if not held:
         return None
     newest = max(held)
     by_date: dict[str, list[int]] = {}
-    for back in range(max(hours, 1)):
+    for back in range(hours):
         hour = newest - timedelta(hours=back)
         by_date.setdefault(hour.strftime("%Y-%m-%d"), []).append(hour.hour)
     condition: ds.Expression | None = None

@@ -29,7 +29,7 @@ import re
 import shutil
 import sys
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from airflow_provider_kip714.exceptions import Kip714Error
@@ -143,6 +143,9 @@ def _object_storage_path(url: str) -> ObjectStoragePath:
     if getattr(path.fs, "endpoint_url", None) and hasattr(path.fs, "_bulk_delete"):  # S3-compatible
         _delete_one_by_one(path.fs)
     _never_reuse_listings(path.fs)
+    wrapped = getattr(path, "__wrapped__", None)  # a URL without a connection: calls go to its own fs
+    if wrapped is not None:
+        _never_reuse_listings(wrapped.fs)
     return path
 
 
@@ -304,13 +307,23 @@ def troubleshoot_area(run_id: str, root: StoragePath | None = None) -> RunArea:
 
 
 def troubleshoot_areas(root: StoragePath | None = None) -> list[RunArea]:
-    """Every troubleshooting run's area, newest first (by name on object stores: no folder times)."""
+    """Every troubleshooting run's area, newest first on a local disk; by name on object stores, whose
+    folders have no time (``runs_ordered_by_time`` says which)."""
     base = (root or data_root()) / "troubleshoot"
-    if not base.is_dir():
-        return []
-    runs = [p for p in base.iterdir() if p.is_dir()]
     if isinstance(base, Path):
-        runs.sort(key=lambda p: p.stat().st_mtime, reverse=True)
-    else:
-        runs.sort(key=lambda p: p.name, reverse=True)
-    return [RunArea(p) for p in runs]
+        if not base.is_dir():
+            return []
+        runs = [p for p in base.iterdir() if p.is_dir()]
+        return [RunArea(p) for p in sorted(runs, key=lambda p: p.stat().st_mtime, reverse=True)]
+    filesystem, where = fsspec_location(base)
+    try:  # one listing: asking each entry whether it is a folder is a request each
+        entries = filesystem.ls(where, detail=True)
+    except FileNotFoundError:
+        return []
+    names = sorted((PurePosixPath(e["name"]).name for e in entries if e["type"] == "directory"), reverse=True)
+    return [RunArea(base / name) for name in names]
+
+
+def runs_ordered_by_time(root: StoragePath | None = None) -> bool:
+    """Whether ``troubleshoot_areas`` lists the newest runs first (a local disk) or only by name."""
+    return isinstance(root or data_root(), Path)

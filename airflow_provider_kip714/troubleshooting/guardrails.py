@@ -6,10 +6,10 @@ nothing from that library (and asking librdkafka for a metric it lacks has crash
 INVALID_RECORD (Kafka >= 4.3.1), and the Java client then switches telemetry off until it restarts.
 
 Both checks read the ``capabilities`` tables (what each library and version pushed before, written by
-``spark_apps/capabilities.py``): live mode's, the scheduled area's and the newest ``CAPABILITY_RUNS``
-troubleshooting runs', each table's newest week (``capabilities_of``), the latest row per library version
-and metric over all of them. Without any such table there is nothing to judge by and no
-warning is given.
+``spark_apps/capabilities.py``): live mode's, the scheduled area's and the troubleshooting runs' (the
+newest ``CAPABILITY_RUNS`` on a local data root), each table's newest week (``capabilities_of``), the
+latest row per library version and metric over all of them. Without any such table there is nothing to
+judge by and no warning is given.
 Only the ``client_software_name``/``client_software_version`` selectors narrow the libraries; other
 selectors (client id, address) cannot be judged from capabilities, so every known library counts.
 
@@ -31,7 +31,13 @@ from airflow_provider_kip714.analytics.tables import capabilities_of
 from airflow_provider_kip714.contract.client_text import printable
 from airflow_provider_kip714.contract.selectors import compile_pattern
 from airflow_provider_kip714.exceptions import ClusterUnreachableError
-from airflow_provider_kip714.storage.data_root import RunArea, live_area, scheduled_area, troubleshoot_areas
+from airflow_provider_kip714.storage.data_root import (
+    RunArea,
+    live_area,
+    runs_ordered_by_time,
+    scheduled_area,
+    troubleshoot_areas,
+)
 from airflow_provider_kip714.subscriptions.model import prefix_matches
 
 log = logging.getLogger(__name__)
@@ -73,15 +79,19 @@ def load_capabilities(area: RunArea) -> list[Capability]:
 
 
 CAPABILITY_RUNS: Final = 50
-"""How many troubleshooting runs, newest first, the guardrail reads capabilities from (each of their tables
-is a file request on an object store, and a deployment with auto-windows gains runs every hour)."""
+"""How many troubleshooting runs, newest first, the guardrail reads capabilities from on a local data root
+(a deployment with auto-windows gains runs every hour). On an object store every run is read: its folders
+have no time, so which runs are the newest is unknown without a request per run."""
 
 
 def visible_areas() -> list[RunArea]:
     """The areas whose capabilities the guardrail reads: live mode's (the freshest), the scheduled one,
-    then the newest ``CAPABILITY_RUNS`` troubleshooting runs. A deployment that has run only
-    troubleshooting windows has capabilities there and none in the scheduled area."""
-    return [live_area(), scheduled_area(), *troubleshoot_areas()[:CAPABILITY_RUNS]]
+    then the troubleshooting runs (the newest ``CAPABILITY_RUNS`` on a local data root). A deployment
+    that has run only troubleshooting windows has capabilities there and none in the scheduled area."""
+    runs = troubleshoot_areas()
+    if runs_ordered_by_time():
+        runs = runs[:CAPABILITY_RUNS]
+    return [live_area(), scheduled_area(), *runs]
 
 
 def load_capabilities_of(areas: Sequence[RunArea]) -> list[Capability]:

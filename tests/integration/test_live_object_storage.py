@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from kip714_dev.local_spark.cluster import LocalSparkState
 from object_storage import LocalS3
 from spark_cluster import local_spark, spark_submit  # noqa: F401 (fixture)
 
@@ -22,8 +23,16 @@ from airflow_provider_kip714.analytics.tables import read_table
 from airflow_provider_kip714.findings.store import LiveStatus, LiveStore
 from airflow_provider_kip714.live.cycle import CyclePlan, begin_cycle, prune_left_hours
 from airflow_provider_kip714.live.settings import LiveSettings
-from airflow_provider_kip714.storage.data_root import StoragePath, as_storage_path, live_area, scheduled_area
+from airflow_provider_kip714.storage.data_root import (
+    StoragePath,
+    as_storage_path,
+    live_area,
+    scheduled_area,
+    troubleshoot_areas,
+)
 from tests.spark import scenarios
+
+pytestmark = pytest.mark.cluster  # S3Proxy; the Spark test also runs the standalone cluster
 
 NOON = datetime(2026, 11, 27, 12, 0, tzinfo=UTC)
 
@@ -81,7 +90,7 @@ def _upload(local: Path, remote: StoragePath) -> None:
         (remote / path.relative_to(local).as_posix()).write_bytes(path.read_bytes())
 
 
-def _submit(state, app: str, args: list[str]) -> None:  # type: ignore[no-untyped-def]
+def _submit(state: LocalSparkState, app: str, args: list[str]) -> None:
     run = spark_submit(state, app, args)
     errors = [line for line in run.stderr.splitlines() if "Exception" in line or "Error" in line]
     assert run.returncode == 0, "\n".join(errors[:30]) or run.stderr[-4000:]
@@ -92,7 +101,6 @@ def _parquet_rows(folder: StoragePath) -> pd.DataFrame:
     return pd.concat([pd.read_parquet(io.BytesIO(path.read_bytes())) for path in files], ignore_index=True)
 
 
-@pytest.mark.cluster
 @pytest.mark.spark
 def test_a_live_cycle_on_s3_learns_own_baselines_from_the_hourly_table_once_and_reads_them_back(
     local_s3: LocalS3,
@@ -124,7 +132,7 @@ def test_a_live_cycle_on_s3_learns_own_baselines_from_the_hourly_table_once_and_
                 *("--baseline-for", "2m", "--peer-groups", "none", "--no-read-back"),
             ],
         )
-        found = read_table(live, "anomalies")
+        found = read_table(live, "anomalies", columns=["kind", "client_instance_id", "breach_start"])
         return found[found["kind"] == "baseline"]
 
     found = cycle()
@@ -178,3 +186,9 @@ def test_a_long_lived_reader_sees_what_other_processes_rewrote_on_s3(local_s3: L
     assert len(read_table(live, "rollups")) == 3
     status = store.status()
     assert status is not None and status.data_through == NOON + timedelta(minutes=30)
+
+    # troubleshooting runs that appear later are seen too (the UI lists them on every page)
+    assert troubleshoot_areas(root) == []
+    for run in ("manual__a", "manual__b"):
+        s3.put_object(Bucket=local_s3.state.bucket, Key=f"{prefix}/troubleshoot/{run}/run.json", Body=b"{}")
+    assert [area.root.name for area in troubleshoot_areas(root)] == ["manual__b", "manual__a"]

@@ -49,6 +49,18 @@ def test_object_store_url_as_airflow_writes_it(aws_connection: str) -> None:
     assert storage_uri(area.table("rollups")) == "s3://bucket/kip714/prod/analytics/rollups"
 
 
+@pytest.mark.parametrize("with_connection", [True, False])
+def test_object_store_filesystems_never_answer_from_a_kept_listing(
+    aws_connection: str, with_connection: bool
+) -> None:
+    """Other processes rewrite the data root; a kept listing made a long-lived reader fail (the S3 test in
+    tests/integration/test_live_object_storage.py). A URL without a connection delegates to its own fs."""
+    url = f"s3://{aws_connection}@bucket/kip714/a" if with_connection else "s3://bucket/kip714/b"
+    root = as_storage_path(url)
+    filesystems = [root.fs, getattr(root, "__wrapped__", root).fs, (root / "live").fs]
+    assert all(not fs.dircache.use_listings_cache for fs in filesystems)
+
+
 def test_data_root_from_env_then_airflow_config(monkeypatch: pytest.MonkeyPatch, aws_connection: str) -> None:
     monkeypatch.delenv(DATA_DIR_ENV, raising=False)
     monkeypatch.setenv("AIRFLOW__KIP714__DATA_DIR", f"s3://{aws_connection}@cfg-bucket/root")
