@@ -44,8 +44,10 @@ LEASE_POLL_S: Final = 1.0
 
 
 def fresh(fs: Any) -> Any:
-    """``fs`` with its listing cache dropped: s3fs caches listings per process, and the protocol needs
-    every listing to show what any process wrote before it (S3 itself is strongly consistent)."""
+    """``fs`` with its listing cache dropped: the protocol needs every listing to show what any process
+    wrote before it (S3 itself is strongly consistent). The data root's own filesystems keep no listings
+    (``storage.data_root._never_reuse_listings``); this guards one made elsewhere, which s3fs would keep
+    for the life of the process."""
     fs.invalidate_cache()
     return fs
 
