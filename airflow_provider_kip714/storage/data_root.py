@@ -155,9 +155,10 @@ def _never_reuse_listings(fs: Any) -> None:
     fsspec's object stores keep every listing for the life of the process by default, and answer ``ls``,
     ``exists`` and a file's size from it. Other processes rewrite the data root all the time (Spark's
     table writes, each live cycle's task, the hourly DAG), and some readers live for days (the UI's API
-    server): a kept listing then names files that are gone, misses new runs, or gives a rewritten
-    document's old size (``tests/integration/test_live_object_storage.py``). A listing is one request;
-    a stale one is a failed page."""
+    server): a kept listing then misses the files written since (pyarrow lists a rewritten table afresh,
+    then s3fs denies the new files exist), misses new runs, or gives a rewritten document's old size and
+    ETag (``tests/integration/test_live_object_storage.py``). A listing is one request; a stale one is a
+    failed page."""
     from fsspec.dircache import DirCache
 
     kept = getattr(fs, "dircache", None)
@@ -195,8 +196,8 @@ def remove_tree(path: StoragePath) -> None:
 
     On an object store only the objects are deleted: a folder is their keys' common prefix and goes with
     them. fsspec's recursive ``rm`` also deletes each folder's own name as a key, which no object holds;
-    S3Proxy takes 10 s to answer each such delete, so removing one live hour partition took 10-20 s
-    (``prune_left_hours`` in the first cycle of an hour: a minute; ``docs/benchmarks.md``, session 30)."""
+    S3Proxy takes 10 s to answer each such delete, so ``prune_left_hours`` took 40 s to remove 4 hour
+    partitions (``docs/benchmarks.md``, session 30)."""
     if is_local(path):
         shutil.rmtree(path)
     else:
