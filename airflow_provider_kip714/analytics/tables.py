@@ -200,8 +200,9 @@ def read_table(
 
     ``columns`` and ``equal`` (column -> value) are pushed down to the Parquet scan, so a chart for one
     client reads only its row groups and columns, not the whole rollups table. ``newest_hours``: only the
-    hour partitions within that many hours of the newest one the table holds (one listing; the older
-    files are not opened), for tables that gain an hour partition every hour and are read whole.
+    hour partitions within that many hours of the newest one the table holds (one listing; no older file
+    is opened but the one pyarrow reads for the schema), for tables that gain an hour partition every
+    hour and are read whole.
     """
     dataset = _dataset(area, table)
     if dataset is None:
