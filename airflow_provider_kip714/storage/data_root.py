@@ -308,10 +308,10 @@ def troubleshoot_area(run_id: str, root: StoragePath | None = None) -> RunArea:
 
 
 def troubleshoot_areas(root: StoragePath | None = None) -> list[RunArea]:
-    """Every troubleshooting run's area, newest first on a local disk; by name on object stores, whose
-    folders have no time (``runs_ordered_by_time`` says which)."""
+    """Every troubleshooting run's area, newest first on a local disk (``is_local``); by name on object
+    stores, whose folders have no time."""
     base = (root or data_root()) / "troubleshoot"
-    if isinstance(base, Path):
+    if is_local(base):
         if not base.is_dir():
             return []
         runs = [p for p in base.iterdir() if p.is_dir()]
@@ -323,8 +323,3 @@ def troubleshoot_areas(root: StoragePath | None = None) -> list[RunArea]:
         return []
     names = sorted((PurePosixPath(e["name"]).name for e in entries if e["type"] == "directory"), reverse=True)
     return [RunArea(base / name) for name in names]
-
-
-def runs_ordered_by_time(root: StoragePath | None = None) -> bool:
-    """Whether ``troubleshoot_areas`` lists the newest runs first (a local disk) or only by name."""
-    return isinstance(root or data_root(), Path)

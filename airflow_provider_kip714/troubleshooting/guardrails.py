@@ -33,8 +33,9 @@ from airflow_provider_kip714.contract.selectors import compile_pattern
 from airflow_provider_kip714.exceptions import ClusterUnreachableError
 from airflow_provider_kip714.storage.data_root import (
     RunArea,
+    data_root,
+    is_local,
     live_area,
-    runs_ordered_by_time,
     scheduled_area,
     troubleshoot_areas,
 )
@@ -89,7 +90,7 @@ def visible_areas() -> list[RunArea]:
     then the troubleshooting runs (the newest ``CAPABILITY_RUNS`` on a local data root). A deployment
     that has run only troubleshooting windows has capabilities there and none in the scheduled area."""
     runs = troubleshoot_areas()
-    if runs_ordered_by_time():
+    if is_local(data_root()):  # only a local disk lists runs newest first
         runs = runs[:CAPABILITY_RUNS]
     return [live_area(), scheduled_area(), *runs]
 
