@@ -148,17 +148,25 @@ HOUR_PARTITION: Final = re.compile(r"/date=(\d{4}-\d{2}-\d{2})/hour=(\d{1,2})/")
 """A data file's ``date=/hour=`` folders in its path (local or object store)."""
 
 
+def _partition_hour(path: str) -> datetime | None:
+    """The start of a data file's ``date=/hour=`` partition; None outside one, or for a folder name no
+    Spark write makes (``date=2026-13-40``, ``hour=99``), which is then not what bounds the read."""
+    found = HOUR_PARTITION.search(path)
+    if found is None or int(found.group(2)) > 23:
+        return None
+    try:
+        return datetime.strptime(found.group(1), "%Y-%m-%d") + timedelta(hours=int(found.group(2)))
+    except ValueError:
+        return None
+
+
 def _newest_hours_filter(files: list[str], hours: int) -> ds.Expression | None:
     """The partitions of the ``hours`` hours ending with the newest one among ``files``; None when no file
     is in a ``date=/hour=`` partition (nothing to bound by). Files outside such partitions are left out
     whenever some file is in one."""
     if hours < 1:
         raise ValueError(f"newest_hours: must be at least 1, got {hours}")
-    held = [
-        datetime.strptime(found.group(1), "%Y-%m-%d") + timedelta(hours=int(found.group(2)))
-        for found in (HOUR_PARTITION.search(path) for path in files)
-        if found is not None
-    ]
+    held = [hour for hour in map(_partition_hour, files) if hour is not None]
     if not held:
         return None
     newest = max(held)

@@ -125,6 +125,12 @@ def test_capabilities_are_read_from_the_tables_newest_week_and_the_newest_runs(
         _write_capabilities(tmp_path, [("librdkafka", f"m.{back}", 1.0, hour)], hour)
     held = set(capabilities_of(RunArea(tmp_path))["metric_name"])
     assert held == {"m.0", "m.1", "m.2", f"m.{CAPABILITY_HOURS - 1}"}
+    # folders no Spark write makes neither fail the read nor set its bound
+    for bogus in ("date=2026-13-40/hour=5", "date=2026-03-09/hour=99"):
+        folder = tmp_path / "analytics" / "capabilities" / bogus
+        folder.mkdir(parents=True)
+        pq.write_table(pa.Table.from_pylist([{"metric_name": f"bogus {bogus}"}]), folder / "part.parquet")
+    assert set(capabilities_of(RunArea(tmp_path))["metric_name"]) == held
     # a table with no hour partition is read whole: nothing to bound by
     flat = tmp_path / "flat" / "analytics" / "capabilities"
     flat.mkdir(parents=True)
